@@ -1,0 +1,256 @@
+/*
+ * weft.h — public host API of weft: a C library and JIT compiler for compute–communication
+ * overlapping kernels on multi-GPU machines.
+ *
+ * One process per GPU (device = local rank), started by weftrun, torchrun, mpirun or srun.
+ * Every call returns a weft_status_t; weft_get_error_string() names the code and
+ * weft_comm_get_last_error() gives the text of the last failure on a communicator.
+ *
+ * Usage (error checks shortened to CHECK):
+ *
+ *     #include <weft.h>
+ *
+ *     static const char *src =
+ *         "#include <weft/device.cuh>\n"
+ *         "extern \"C\" __global__ void ring(unsigned long long *sig, int *buf) {\n"
+ *         "  int next = (weft_my_pe() + 1) % weft_n_pes();\n"
+ *         "  weft_int_p(buf, weft_my_pe(), next);                // put my rank into next's buf\n"
+ *         "  weft_signal_op(sig, 1, WEFT_SIGNAL_ADD, next);     // then signal it (release)\n"
+ *         "  weft_signal_wait_until(sig, WEFT_CMP_GE, 1);         // wait for my predecessor\n"
+ *         "}\n";
+ *
+ *     weft_comm_t *comm;
+ *     CHECK(weft_comm_init(&comm, NULL));            // reads WEFT_* / torchrun / MPI / Slurm env
+ *     unsigned long long *sig; int *buf;
+ *     CHECK(weft_malloc(comm, sizeof *sig, (void **)&sig));   // collective, symmetric
+ *     CHECK(weft_malloc(comm, sizeof *buf, (void **)&buf));
+ *     weft_module_t *mod; weft_kernel_t *k;
+ *     CHECK(weft_module_load(comm, src, "ring.cu", NULL, 0, &mod));  // NVRTC, disk-cached
+ *     CHECK(weft_module_get_kernel(mod, "ring", &k));
+ *     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;       // 1 block of 1 thread
+ *     void *args[] = {&sig, &buf};
+ *     CHECK(weft_kernel_launch(k, &cfg, args, stream));
+ *     CHECK(weft_stream_synchronize(comm, stream));             // bounded by WEFT_TIMEOUT_MS
+ *     weft_module_unload(mod); weft_free(comm, buf); weft_free(comm, sig);
+ *     weft_comm_destroy(comm);
+ *
+ * Environment: WEFT_DEBUG=WARN|INFO|TRACE, WEFT_DEBUG_FILE (%h host, %p pid), WEFT_TIMEOUT_MS,
+ * WEFT_HEAP_SIZE (bytes, K/M/G suffixes), WEFT_CACHE_DIR, WEFT_BOOTSTRAP_ADDR (host:port),
+ * WEFT_BOOTSTRAP_TIMEOUT_MS, WEFT_RANK / WEFT_WORLD_SIZE / WEFT_LOCAL_RANK / WEFT_LOCAL_WORLD_SIZE,
+ * WEFT_ENABLE_MULTICAST (see DESIGN.md, Safety: refused when NCCL_NVLS_ENABLE=0,
+ * NVSHMEM_DISABLE_NVLS=1 or TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set).
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(WEFT_BUILDING_LIBRARY)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+#define WEFT_VERSION_CODE (WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
+
+/* Runtime version as WEFT_VERSION_CODE of the library actually loaded (compare with the macro). */
+WEFT_API int weft_get_version(void);
+
+typedef enum weft_status {
+  WEFT_STATUS_SUCCESS = 0,
+  WEFT_STATUS_INVALID_ARGUMENT,   /* a null pointer, size, rank or pointer out of range */
+  WEFT_STATUS_INVALID_USAGE,      /* a call out of order: second init, use after destroy */
+  WEFT_STATUS_NO_DEVICE,          /* no CUDA driver or no GPU for this local rank */
+  WEFT_STATUS_CUDA_ERROR,         /* a CUDA driver call failed; the last-error text names it */
+  WEFT_STATUS_COMPILE_ERROR,      /* NVRTC rejected a program; the last-error text holds its log */
+  WEFT_STATUS_SYSTEM_ERROR,       /* a socket, file or process call failed */
+  WEFT_STATUS_OUT_OF_MEMORY,      /* host memory, device memory or the symmetric heap ran out */
+  WEFT_STATUS_TIMEOUT,            /* a wait passed its deadline (WEFT_TIMEOUT_MS) */
+  WEFT_STATUS_MISMATCH,           /* ranks disagreed in a collective call (size, order, count) */
+  WEFT_STATUS_REMOTE_ERROR,       /* another rank failed or left */
+  WEFT_STATUS_ABORTED,            /* weft_comm_abort was called */
+  WEFT_STATUS_NOT_SUPPORTED,      /* a feature this machine or build cannot provide */
+  WEFT_STATUS_INTERNAL_ERROR,
+  WEFT_STATUS_COUNT
+} weft_status_t;
+
+/* A static string naming the status ("invalid argument", ...). Never NULL. */
+WEFT_API const char *weft_get_error_string(weft_status_t status);
+
+/* The text of the last failure of a call made on this thread without a communicator (or before
+ * one existed). Never NULL; "" when there was none. */
+WEFT_API const char *weft_get_last_error(void);
+
+/* CUDA streams: the same object as cudaStream_t and CUstream; NULL is the legacy default stream. */
+typedef struct CUstream_st *weft_stream_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Communicator                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct weft_comm weft_comm_t;
+
+typedef struct weft_comm_config {
+  size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
+  int timeout_ms;    /* deadline of every wait; 0: WEFT_TIMEOUT_MS, else 60000 */
+  int device;        /* CUDA device ordinal; -1: the local rank */
+} weft_comm_config_t;
+
+#define WEFT_COMM_CONFIG_INIT {0, 0, -1}
+
+/* Creates the communicator of this process: reads rank and world from the environment
+ * (WEFT_*, else torchrun, else Open MPI, else Slurm), meets the other ranks at the bootstrap
+ * address, binds the GPU, maps the symmetric heap of every local peer and loads the runtime
+ * kernels. Collective over all ranks. config may be NULL. A second init in one process returns
+ * WEFT_STATUS_INVALID_USAGE. */
+WEFT_API weft_status_t weft_comm_init(weft_comm_t **comm, const weft_comm_config_t *config);
+
+/* Collective teardown: waits for all ranks (bounded), unmaps the heap, frees everything. */
+WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
+
+/* Ends every wait of this communicator now, on the host and in running kernels (which poll an
+ * abort flag and trap). Safe from another thread. After it, only weft_comm_destroy is valid,
+ * and the CUDA context of this process is unusable if a kernel was stopped. */
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
+
+/* The text of the last failure on this communicator; "" when none. Never NULL. */
+WEFT_API const char *weft_comm_get_last_error(const weft_comm_t *comm);
+
+/* WEFT_STATUS_SUCCESS, or the error a running kernel reported (timeout, abort) once its stream
+ * failed; the last-error text then names op, rank, peer, signal and values. Does not block. */
+WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm);
+
+WEFT_API weft_status_t weft_comm_rank(const weft_comm_t *comm, int *rank);
+WEFT_API weft_status_t weft_comm_size(const weft_comm_t *comm, int *size);
+WEFT_API weft_status_t weft_comm_local_rank(const weft_comm_t *comm, int *local_rank);
+WEFT_API weft_status_t weft_comm_local_size(const weft_comm_t *comm, int *local_size);
+WEFT_API weft_status_t weft_comm_device(const weft_comm_t *comm, int *device);
+
+/* Host barrier over the bootstrap network (no GPU work), bounded by the timeout. */
+WEFT_API weft_status_t weft_comm_barrier(weft_comm_t *comm);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Symmetric heap                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Collective: every rank asks for the same size in the same order; the result lies at the same
+ * heap offset on every rank, zero-filled, 1024-byte aligned. A rank that asks for a different size
+ * makes the call fail with WEFT_STATUS_MISMATCH on every rank, with nothing allocated. */
+WEFT_API weft_status_t weft_malloc(weft_comm_t *comm, size_t size, void **ptr);
+
+/* Collective: every rank frees the same allocation in the same order. */
+WEFT_API weft_status_t weft_free(weft_comm_t *comm, void *ptr);
+
+/* The address, valid on this GPU, of local peer `rank`'s copy of symmetric address ptr (ptr may
+ * point inside an allocation). rank is a world rank on this node. */
+WEFT_API weft_status_t weft_peer_ptr(const weft_comm_t *comm, const void *ptr, int rank,
+                                     void **peer_ptr);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Stream operations (on the caller's stream; none blocks the host)                            */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum weft_cmp {
+  WEFT_CMP_EQ = 0,
+  WEFT_CMP_NE,
+  WEFT_CMP_GT,
+  WEFT_CMP_GE,
+  WEFT_CMP_LT,
+  WEFT_CMP_LE
+} weft_cmp_t;
+
+/* Copy-engine put: bytes from local device memory src to symmetric address dst on rank. */
+WEFT_API weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
+                                       int rank, weft_stream_t stream);
+
+/* Copy-engine get: bytes from symmetric address src on rank to local device memory dst. */
+WEFT_API weft_status_t weft_stream_get(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
+                                       int rank, weft_stream_t stream);
+
+/* Writes value into the 64-bit signal sig (symmetric) on rank after all earlier work of the
+ * stream, with release semantics. */
+WEFT_API weft_status_t weft_stream_signal_set(weft_comm_t *comm, uint64_t *sig, uint64_t value,
+                                              int rank, weft_stream_t stream);
+
+/* Adds value to the signal sig (symmetric) on rank, atomically, with release semantics. */
+WEFT_API weft_status_t weft_stream_signal_add(weft_comm_t *comm, uint64_t *sig, uint64_t value,
+                                              int rank, weft_stream_t stream);
+
+/* Put, then signal_set(sig, value) on the same rank: the signal is seen only after the data. */
+WEFT_API weft_status_t weft_stream_put_signal(weft_comm_t *comm, void *dst, const void *src,
+                                              size_t bytes, uint64_t *sig, uint64_t value, int rank,
+                                              weft_stream_t stream);
+
+/* Holds the stream until the local signal sig compares true against value (acquire: data
+ * written before the matching signal is visible to later work). Bounded by the timeout: on
+ * expiry the stream fails and weft_comm_get_async_error reports the signal and values. */
+WEFT_API weft_status_t weft_stream_signal_wait(weft_comm_t *comm, uint64_t *sig, weft_cmp_t cmp,
+                                               uint64_t value, weft_stream_t stream);
+
+/* Barrier of all ranks on the stream: later work of every rank's stream starts only after all
+ * earlier work of every rank's stream is done. Uses epochs in device memory: capturable in a
+ * CUDA graph and replayable. */
+WEFT_API weft_status_t weft_stream_barrier(weft_comm_t *comm, weft_stream_t stream);
+
+/* Waits on the host for the stream, bounded by the timeout; checks the device error record.
+ * Returns WEFT_STATUS_TIMEOUT (naming what the GPU waited for, where it reported it),
+ * WEFT_STATUS_ABORTED, or WEFT_STATUS_CUDA_ERROR. */
+WEFT_API weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t stream);
+
+/* ------------------------------------------------------------------------------------------ */
+/* JIT: compile CUDA C tile programs that use the device library (<weft/device.cuh>)           */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Compiles source with NVRTC to an sm_90a cubin (or the architecture of an "-arch=" option),
+ * looking in the disk cache first (WEFT_CACHE_DIR, default ~/.cache/weft). The cache key covers
+ * the source, every header it includes (the device library's, and the user's found through -I
+ * options), the options, NVRTC's version and the architecture. Options are NVRTC options; -D
+ * defines are the way to specialise. Needs no GPU. On a compile error returns
+ * WEFT_STATUS_COMPILE_ERROR and, when log is not NULL, NVRTC's log in *log (free with
+ * weft_jit_free). *cubin is freed with weft_jit_free. */
+WEFT_API weft_status_t weft_jit_compile(const char *source, const char *name,
+                                        const char *const *options, int num_options, void **cubin,
+                                        size_t *cubin_size, char **log);
+WEFT_API void weft_jit_free(void *p);
+
+typedef struct weft_module weft_module_t;
+typedef struct weft_kernel weft_kernel_t;
+
+/* weft_jit_compile, then load the cubin on the communicator's GPU and fill the device state
+ * block (rank, world, peer heap bases, timeout, abort flag) of the module. */
+WEFT_API weft_status_t weft_module_load(weft_comm_t *comm, const char *source, const char *name,
+                                        const char *const *options, int num_options,
+                                        weft_module_t **module);
+WEFT_API weft_status_t weft_module_unload(weft_module_t *module);
+
+/* An `extern "C" __global__` function of the module. Valid until the module is unloaded. */
+WEFT_API weft_status_t weft_module_get_kernel(weft_module_t *module, const char *name,
+                                              weft_kernel_t **kernel);
+
+typedef struct weft_launch_config {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned cluster[3];     /* {0,0,0} or {1,1,1}: no cluster */
+  size_t shared_bytes;     /* dynamic shared memory; raised above 48 KiB as needed */
+  int cooperative;         /* all blocks co-resident (grid-wide sync allowed) */
+} weft_launch_config_t;
+
+#define WEFT_LAUNCH_CONFIG_INIT {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0}
+
+/* cuLaunchKernelEx with the cluster and cooperative attributes. args as for cuLaunchKernel. */
+WEFT_API weft_status_t weft_kernel_launch(weft_kernel_t *kernel, const weft_launch_config_t *config,
+                                          void **args, weft_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

@@ -1,0 +1,71 @@
+/*
+ * weft/state.h — the per-module device state block and the device error record.
+ *
+ * Compiles as host C11 and as NVRTC device code (no includes under NVRTC). The runtime fills
+ * `weft_state` (a __constant__ of this type, declared by weft/device.cuh) in every module it
+ * loads, the way NVSHMEM's module init does, so kernels reach peers without extra arguments.
+ *
+ * Heap layout: local peer r's heap is mapped at heap_base + r * heap_stride in this process;
+ * a symmetric address p of this rank corresponds to p - my_heap + heap_base + r * heap_stride.
+ */
+#ifndef WEFT_STATE_H
+#define WEFT_STATE_H
+
+#if !defined(__CUDACC_RTC__)
+#include <stdint.h>
+typedef uint64_t weft_u64;
+typedef uint32_t weft_u32;
+#else
+typedef unsigned long long weft_u64;
+typedef unsigned int weft_u32;
+#endif
+
+/* The most GPUs of one node whose heaps one process maps (a node, not the world: the world has
+ * no limit). */
+#define WEFT_MAX_LOCAL_RANKS 64
+
+/* Layout of the runtime's sync area at the start of every rank's heap, in 64-bit words. */
+#define WEFT_SYNC_BARRIER_FLAGS 0                                /* [WEFT_MAX_LOCAL_RANKS] */
+#define WEFT_SYNC_EPOCHS (WEFT_SYNC_BARRIER_FLAGS + WEFT_MAX_LOCAL_RANKS) /* [WEFT_SYNC_NUM_EPOCHS] */
+#define WEFT_SYNC_NUM_EPOCHS 64
+#define WEFT_SYNC_WORDS (WEFT_SYNC_EPOCHS + WEFT_SYNC_NUM_EPOCHS)
+#define WEFT_SYNC_BYTES 4096 /* reserved; WEFT_SYNC_WORDS * 8 fits */
+
+/* Epoch slots (per rank, in its own sync area) that runtime primitives own. */
+#define WEFT_EPOCH_BARRIER 0 /* barrier_all */
+#define WEFT_EPOCH_USER0 8   /* first slot free for ops */
+
+/* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
+ * rank waited for what. status is 0 while nothing was reported. */
+typedef struct weft_device_error {
+  weft_u32 status;     /* 0, WEFT_DEVICE_ERROR_TIMEOUT or WEFT_DEVICE_ERROR_ABORTED */
+  int rank;            /* world rank that waited */
+  int peer;            /* rank it waited on, -1 if unknown */
+  int pad;
+  weft_u64 signal_index; /* word index of the signal in the heap, or ~0 */
+  weft_u64 expected;
+  weft_u64 observed;
+  char op[48];         /* what waited ("barrier_all", "signal_wait_until", a user's op) */
+} weft_device_error_t;
+
+#define WEFT_DEVICE_ERROR_TIMEOUT 1u
+#define WEFT_DEVICE_ERROR_ABORTED 2u
+
+typedef struct weft_device_state {
+  int rank;             /* world rank */
+  int world;            /* world size */
+  int local_rank;       /* index among this node's ranks */
+  int local_world;      /* ranks on this node */
+  int node_first_rank;  /* world rank of local rank 0 (a node's ranks are consecutive) */
+  int multicast_enabled;
+  weft_u64 heap_base;   /* address of local rank 0's heap in this process */
+  weft_u64 heap_stride; /* distance between consecutive local ranks' heaps */
+  weft_u64 heap_size;   /* usable bytes of each rank's heap */
+  weft_u64 my_heap;     /* heap_base + local_rank * heap_stride */
+  weft_u64 timeout_ns;  /* deadline of every wait */
+  weft_u64 abort_flag;  /* device address of a host-mapped u32: nonzero = abort */
+  weft_u64 error;       /* device address of a host-mapped weft_device_error_t */
+  weft_u64 multicast_base; /* 0 unless multicast is enabled (never on the lent machines) */
+} weft_device_state_t;
+
+#endif /* WEFT_STATE_H */
