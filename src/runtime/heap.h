@@ -51,10 +51,10 @@ typedef struct weft_heap {
 weft_status_t weft_heap_create(weft_comm_t *comm, uint64_t size);
 weft_status_t weft_heap_destroy(weft_comm_t *comm);
 
-/* Is [p, p + bytes) inside this rank's heap (the local view)? */
+/* Is [p, p + bytes) inside this rank's heap (the local view, sync area included)? */
 static inline int weft_heap_contains(const weft_heap_t *h, const void *p, uint64_t bytes) {
   uint64_t a = (uint64_t)(uintptr_t)p;
-  return h->base && a >= h->mine && bytes <= h->size && a - h->mine <= h->size - bytes;
+  return h->base && a >= h->mine && bytes <= h->stride && a - h->mine <= h->stride - bytes;
 }
 
 #endif /* WEFT_HEAP_H */

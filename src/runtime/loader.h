@@ -26,6 +26,7 @@
   X(cuDeviceGetName)                                                                      \
   X(cuDeviceGetPCIBusId)                                                                  \
   X(cuDeviceCanAccessPeer)                                                                \
+  X(cuDeviceGetP2PAttribute)                                                              \
   X(cuDevicePrimaryCtxRetain)                                                             \
   X(cuDevicePrimaryCtxRelease)                                                            \
   X(cuCtxSetCurrent)                                                                      \

@@ -1,0 +1,338 @@
+/*
+ * comm.c — the communicator's life: init (environment, rendezvous, GPU, host-mapped abort flag
+ * and error record, symmetric heap, runtime kernels), queries, abort, destroy.
+ */
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../jit/jit.h"
+#include "loader.h"
+#include "multicast.h"
+
+/* One communicator per process: device = local rank, one heap. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int initialised;
+
+#define DEFAULT_HEAP_SIZE (1ull << 30)
+#define DEFAULT_TIMEOUT_MS 60000ull
+
+void weft_comm_set_last_error(weft_comm_t *comm, const char *text) {
+  pthread_mutex_lock(&comm->error_lock);
+  snprintf(comm->last_error, sizeof comm->last_error, "%s", text);
+  pthread_mutex_unlock(&comm->error_lock);
+}
+
+const char *weft_comm_get_last_error(const weft_comm_t *comm) {
+  return comm ? comm->last_error : weft_get_last_error();
+}
+
+weft_status_t weft_comm_check(weft_comm_t *comm) {
+  if (!comm) return WEFT_ERR(NULL, WEFT_STATUS_INVALID_ARGUMENT, "comm is NULL");
+  if (comm->aborted)
+    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "the communicator was aborted; only "
+                                               "weft_comm_destroy is valid now");
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_comm_make_current(weft_comm_t *comm) {
+  WEFT_CU(comm, cuCtxSetCurrent(comm->context));
+  return WEFT_STATUS_SUCCESS;
+}
+
+/* What each rank tells the others at init, to agree on the node layout and on success. */
+typedef struct init_info {
+  int32_t status;     /* this rank's init status so far */
+  int32_t local_rank, local_world, device_ordinal;
+  char host[64];
+  char bus_id[32];
+} init_info_t;
+
+/* All-gathers each rank's status; every rank fails if one did, naming it. */
+static weft_status_t agree_init(weft_comm_t *comm, init_info_t *mine, init_info_t **all_out) {
+  init_info_t *all = calloc((size_t)comm->world, sizeof *all);
+  if (!all) return WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "host allocation failed");
+  all[comm->rank] = *mine;
+  weft_status_t st = weft_bootstrap_allgather(comm->bootstrap, all, sizeof *all);
+  for (int r = 0; st == WEFT_STATUS_SUCCESS && r < comm->world; r++) {
+    if (all[r].status != WEFT_STATUS_SUCCESS)
+      st = r == comm->rank ? (weft_status_t)all[r].status
+                           : WEFT_ERR(comm, WEFT_STATUS_REMOTE_ERROR,
+                                      "rank %d (host %s) failed to initialise: %s", r, all[r].host,
+                                      weft_get_error_string((weft_status_t)all[r].status));
+  }
+  if (st != WEFT_STATUS_SUCCESS || !all_out) free(all);
+  else *all_out = all;
+  return st;
+}
+
+/* Ranks of a node are consecutive and local ranks 0..local_world-1 in order; weft maps peers by
+ * that rule, so check it instead of assuming it. */
+static weft_status_t check_node_layout(weft_comm_t *comm, const init_info_t *all) {
+  comm->node_first_rank = comm->rank - comm->local_rank;
+  for (int l = 0; l < comm->local_world; l++) {
+    int r = comm->node_first_rank + l;
+    if (r < 0 || r >= comm->world || all[r].local_rank != l ||
+        all[r].local_world != comm->local_world || strcmp(all[r].host, all[comm->rank].host))
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
+                      "ranks of a node must be consecutive with local ranks in order: rank %d has "
+                      "local rank %d of %d on host %s; expected rank %d there",
+                      comm->rank, comm->local_rank, comm->local_world, all[comm->rank].host, r);
+    if (r != comm->rank && all[r].device_ordinal == comm->device_ordinal)
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
+                      "ranks %d and %d both use GPU %d of host %s: one GPU per process", r,
+                      comm->rank, comm->device_ordinal, all[r].host);
+  }
+  if (comm->world != comm->local_world)
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "%d ranks over several nodes: the inter-node transport is not built yet "
+                    "(this node has %d)", comm->world, comm->local_world);
+  return WEFT_STATUS_SUCCESS;
+}
+
+static weft_status_t open_device(weft_comm_t *comm, int device) {
+  WEFT_CHECK(weft_cu_load(comm, NULL));
+  int count = 0;
+  WEFT_CU(comm, cuDeviceGetCount(&count));
+  if (device < 0 || device >= count)
+    return WEFT_ERR(comm, WEFT_STATUS_NO_DEVICE,
+                    "rank %d wants GPU %d but this process sees %d (CUDA_VISIBLE_DEVICES?)",
+                    comm->rank, device, count);
+  comm->device_ordinal = device;
+  WEFT_CU(comm, cuDeviceGet(&comm->device, device));
+  WEFT_CU(comm, cuDevicePrimaryCtxRetain(&comm->context, comm->device));
+  WEFT_CU(comm, cuCtxSetCurrent(comm->context));
+  int vmm = 0, fd = 0;
+  WEFT_CU(comm, cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                     comm->device));
+  WEFT_CU(comm, cuDeviceGetAttribute(
+                    &fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                    comm->device));
+  if (!vmm || !fd)
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "GPU %d lacks CUDA virtual memory management with POSIX fd handles, which the "
+                    "symmetric heap needs", device);
+  /* Host-mapped, so that the host can raise abort while a kernel spins, and read what a kernel
+   * reported after it trapped (the context is then unusable, host memory is not). */
+  void *abort_host = NULL, *error_host = NULL;
+  WEFT_CU(comm, cuMemHostAlloc(&abort_host, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  comm->abort_host = abort_host;
+  WEFT_CU(comm, cuMemHostAlloc(&error_host, sizeof(weft_device_error_t),
+                               CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  comm->error_host = error_host;
+  memset(abort_host, 0, 64);
+  memset(error_host, 0, sizeof(weft_device_error_t));
+  WEFT_CU(comm, cuMemHostGetDevicePointer(&comm->abort_dev, abort_host, 0));
+  WEFT_CU(comm, cuMemHostGetDevicePointer(&comm->error_dev, error_host, 0));
+  return WEFT_STATUS_SUCCESS;
+}
+
+static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all) {
+  for (int l = 0; l < comm->local_world; l++) {
+    if (l == comm->local_rank) continue;
+    CUdevice peer;
+    int can = 0, atomics = 0;
+    WEFT_CU(comm, cuDeviceGet(&peer, all[comm->node_first_rank + l].device_ordinal));
+    WEFT_CU(comm, cuDeviceCanAccessPeer(&can, comm->device, peer));
+    if (!can)
+      return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                      "GPU %d cannot access GPU %d (rank %d) peer to peer", comm->device_ordinal,
+                      all[comm->node_first_rank + l].device_ordinal, comm->node_first_rank + l);
+    /* Signals are .sys atomics on peer memory: without native P2P atomics (PCIe boxes) they
+     * would silently lose updates, so refuse instead. */
+    WEFT_CU(comm, cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+                                          comm->device, peer));
+    if (!atomics)
+      return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                      "GPUs %d and %d lack native peer-to-peer atomics (NVLink needed)",
+                      comm->device_ordinal, all[comm->node_first_rank + l].device_ordinal);
+  }
+  return WEFT_STATUS_SUCCESS;
+}
+
+static void fill_state(weft_comm_t *comm) {
+  weft_device_state_t *s = &comm->state;
+  memset(s, 0, sizeof *s);
+  s->rank = comm->rank;
+  s->world = comm->world;
+  s->local_rank = comm->local_rank;
+  s->local_world = comm->local_world;
+  s->node_first_rank = comm->node_first_rank;
+  s->multicast_enabled = 0; /* DESIGN.md, Safety: never on by default */
+  s->heap_base = comm->heap.base;
+  s->heap_stride = comm->heap.stride;
+  s->heap_size = comm->heap.stride;
+  s->my_heap = comm->heap.mine;
+  s->timeout_ns = comm->timeout_ns;
+  s->abort_flag = comm->abort_dev;
+  s->error = comm->error_dev;
+}
+
+static weft_status_t load_runtime_kernels(weft_comm_t *comm) {
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/runtime.cu", NULL, 0, &comm->runtime_module));
+  WEFT_CHECK(weft_module_get_kernel(comm->runtime_module, "weft_rt_barrier", &comm->k_barrier));
+  WEFT_CHECK(weft_module_get_kernel(comm->runtime_module, "weft_rt_signal_wait", &comm->k_signal_wait));
+  WEFT_CHECK(weft_module_get_kernel(comm->runtime_module, "weft_rt_signal_add", &comm->k_signal_add));
+  return WEFT_STATUS_SUCCESS;
+}
+
+static void comm_free(weft_comm_t *comm) {
+  if (comm->runtime_module) weft_module_unload(comm->runtime_module);
+  if (comm->heap.base) weft_heap_destroy(comm);
+  if (comm->abort_host) weft_cu.cuMemFreeHost((void *)comm->abort_host);
+  if (comm->error_host) weft_cu.cuMemFreeHost(comm->error_host);
+  if (comm->context) weft_cu.cuDevicePrimaryCtxRelease(comm->device);
+  if (comm->bootstrap) weft_bootstrap_destroy(comm->bootstrap);
+  pthread_mutex_destroy(&comm->error_lock);
+  free(comm);
+}
+
+weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config) {
+  WEFT_ARG(NULL, out, "comm is NULL");
+  weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
+  if (config) cfg = *config;
+  WEFT_ARG(NULL, cfg.timeout_ms >= 0, "timeout_ms %d is negative", cfg.timeout_ms);
+  WEFT_ARG(NULL, cfg.device >= -1, "device %d is invalid", cfg.device);
+
+  pthread_mutex_lock(&init_lock);
+  if (initialised) {
+    pthread_mutex_unlock(&init_lock);
+    return WEFT_ERR(NULL, WEFT_STATUS_INVALID_USAGE,
+                    "a communicator already exists in this process (one GPU per process)");
+  }
+  initialised = 1;
+  pthread_mutex_unlock(&init_lock);
+
+  weft_status_t st;
+  weft_comm_t *comm = calloc(1, sizeof *comm);
+  if (!comm) {
+    st = WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "host allocation failed");
+    goto fail_unlock;
+  }
+  pthread_mutex_init(&comm->error_lock, NULL);
+
+  weft_bootstrap_info_t info;
+  WEFT_CHECK_GOTO(weft_bootstrap_read_env(&info), st, fail);
+  comm->rank = info.rank;
+  comm->world = info.world;
+  comm->local_rank = info.local_rank;
+  comm->local_world = info.local_world;
+  if (comm->local_world > WEFT_MAX_LOCAL_RANKS) {
+    st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "%d ranks on one node; weft maps at most %d",
+                  comm->local_world, WEFT_MAX_LOCAL_RANKS);
+    goto fail;
+  }
+  uint64_t heap_size = cfg.heap_size, timeout_ms = (uint64_t)cfg.timeout_ms;
+  if (!heap_size) weft_env_u64("WEFT_HEAP_SIZE", DEFAULT_HEAP_SIZE, true, &heap_size);
+  if (!timeout_ms) weft_env_u64("WEFT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false, &timeout_ms);
+  if (!timeout_ms) timeout_ms = DEFAULT_TIMEOUT_MS;
+  comm->timeout_ns = timeout_ms * 1000000ull;
+  uint64_t boot_ms;
+  weft_env_u64("WEFT_BOOTSTRAP_TIMEOUT_MS", timeout_ms, false, &boot_ms);
+
+  char addr[256];
+  WEFT_CHECK_GOTO(weft_bootstrap_read_addr(&info, addr, sizeof addr), st, fail);
+  WEFT_CHECK_GOTO(weft_bootstrap_create(addr, comm->rank, comm->world, boot_ms * 1000000ull,
+                                        &comm->bootstrap), st, fail);
+  WEFT_INFO("weft %d.%d.%d rank %d/%d local %d/%d via %s, bootstrap %s, heap %llu B, timeout %llu ms",
+            WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, comm->rank, comm->world,
+            comm->local_rank, comm->local_world, info.launcher, addr[0] ? addr : "-",
+            (unsigned long long)heap_size, (unsigned long long)timeout_ms);
+
+  /* Open the GPU, then agree: a rank without a GPU fails every rank now, not a hang later. */
+  init_info_t mine, *all = NULL;
+  memset(&mine, 0, sizeof mine);
+  mine.local_rank = comm->local_rank;
+  mine.local_world = comm->local_world;
+  mine.device_ordinal = cfg.device >= 0 ? cfg.device : comm->local_rank;
+  gethostname(mine.host, sizeof mine.host - 1);
+  mine.status = open_device(comm, mine.device_ordinal);
+  if (mine.status == WEFT_STATUS_SUCCESS)
+    weft_cu.cuDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, comm->device);
+  WEFT_CHECK_GOTO(agree_init(comm, &mine, &all), st, fail);
+  st = check_node_layout(comm, all);
+  if (st == WEFT_STATUS_SUCCESS) st = check_peer_access(comm, all);
+  WEFT_INFO("rank %d: GPU %d (%s) on %s", comm->rank, comm->device_ordinal, mine.bus_id, mine.host);
+  free(all);
+  mine.status = st;
+  WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
+
+  WEFT_CHECK_GOTO(weft_heap_create(comm, heap_size), st, fail);
+  fill_state(comm);
+  weft_multicast_check_env(comm); /* warns; multicast stays off (DESIGN.md, Safety) */
+  mine.status = load_runtime_kernels(comm);
+  WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
+  *out = comm;
+  return WEFT_STATUS_SUCCESS;
+
+fail:
+  comm_free(comm);
+fail_unlock:
+  pthread_mutex_lock(&init_lock);
+  initialised = 0;
+  pthread_mutex_unlock(&init_lock);
+  return st;
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t *comm) {
+  WEFT_ARG(NULL, comm, "comm is NULL");
+  weft_status_t st = WEFT_STATUS_SUCCESS;
+  if (!comm->aborted) {
+    /* Nobody may unmap a heap a peer may still write: finish local work, then meet. */
+    if (weft_cu.cuCtxSetCurrent(comm->context) == CUDA_SUCCESS) weft_cu.cuCtxSynchronize();
+    st = weft_bootstrap_barrier(comm->bootstrap);
+  }
+  comm_free(comm);
+  pthread_mutex_lock(&init_lock);
+  initialised = 0;
+  pthread_mutex_unlock(&init_lock);
+  return st;
+}
+
+weft_status_t weft_comm_abort(weft_comm_t *comm) {
+  WEFT_ARG(NULL, comm, "comm is NULL");
+  comm->aborted = 1;
+  if (comm->abort_host) {
+    __atomic_store_n(comm->abort_host, 1u, __ATOMIC_SEQ_CST);
+  }
+  WEFT_WARN("rank %d: weft_comm_abort called", comm->rank);
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
+  WEFT_ARG(NULL, comm, "comm is NULL");
+  weft_device_error_t e;
+  memcpy(&e, comm->error_host, sizeof e);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (e.status == 0) return comm->aborted ? WEFT_STATUS_ABORTED : WEFT_STATUS_SUCCESS;
+  e.op[sizeof e.op - 1] = 0;
+  if (e.status == WEFT_DEVICE_ERROR_ABORTED)
+    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "rank %d: %s stopped by weft_comm_abort", e.rank, e.op);
+  char sig[32] = "?";
+  if (e.signal_index != ~0ull) snprintf(sig, sizeof sig, "%llu", (unsigned long long)e.signal_index);
+  return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
+                  "rank %d timed out in %s waiting on rank %d, signal word %s: expected %llu, "
+                  "observed %llu (WEFT_TIMEOUT_MS=%llu)",
+                  e.rank, e.op, e.peer, sig, (unsigned long long)e.expected,
+                  (unsigned long long)e.observed, (unsigned long long)(comm->timeout_ns / 1000000));
+}
+
+#define COMM_GETTER(fn, field)                                                            \
+  weft_status_t fn(const weft_comm_t *comm, int *out) {                                   \
+    WEFT_ARG(NULL, comm && out, #fn ": comm or result pointer is NULL");                  \
+    *out = comm->field;                                                                   \
+    return WEFT_STATUS_SUCCESS;                                                           \
+  }
+COMM_GETTER(weft_comm_rank, rank)
+COMM_GETTER(weft_comm_size, world)
+COMM_GETTER(weft_comm_local_rank, local_rank)
+COMM_GETTER(weft_comm_local_size, local_world)
+COMM_GETTER(weft_comm_device, device_ordinal)
+
+weft_status_t weft_comm_barrier(weft_comm_t *comm) {
+  WEFT_CHECK(weft_comm_check(comm));
+  return weft_bootstrap_barrier(comm->bootstrap);
+}
