@@ -33,6 +33,7 @@
   X(cuCtxGetCurrent)                                                                      \
   X(cuCtxGetDevice)                                                                       \
   X(cuCtxSynchronize)                                                                     \
+  X(cuCtxEnablePeerAccess)                                                                \
   X(cuMemAlloc)                                                                           \
   X(cuMemFree)                                                                            \
   X(cuMemHostAlloc)                                                                       \
@@ -44,6 +45,7 @@
   X(cuMemcpyHtoDAsync)                                                                    \
   X(cuMemcpyDtoHAsync)                                                                    \
   X(cuMemcpyDtoDAsync)                                                                    \
+  X(cuMemcpyPeerAsync)                                                                    \
   X(cuMemsetD8)                                                                           \
   X(cuMemsetD8Async)                                                                      \
   X(cuMemsetD32Async)                                                                     \

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job: the benchmark suite on all local GPUs (called by `make bench`).
+# Usage: bench/run.sh [build-dir]. Logs and JSON go to <build-dir>/bench-logs/.
+set -uo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+# NVLink multicast stays off (DESIGN.md, Safety).
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+ngpu=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+fi
+if [ "$ngpu" -eq 0 ]; then
+  echo "make bench: no GPU on this machine (no driver or nvidia-smi sees none): nothing to benchmark."
+  exit 0
+fi
+logs=$build/bench-logs
+mkdir -p "$logs"
+echo "make bench: $ngpu GPU(s); logs in $logs"
+status=0
+run() { # name, ranks, args...
+  local name=$1 n=$2; shift 2
+  echo "== $name (ranks $n)"
+  "$build/tools/weftrun" -n "$n" "$build/tools/weft-bench" "$@" -J "$logs/$name.json" 2>&1 | tee "$logs/$name.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+}
+if [ "$ngpu" -ge 2 ]; then
+  run primitives "$ngpu" primitives
+else
+  echo "primitives: needs 2 GPUs, skipped"
+fi
+exit $status

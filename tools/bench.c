@@ -1,0 +1,127 @@
+/* bench.c — shared weft-bench machinery (see bench.h). */
+#include "bench.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static size_t parse_size_or_die(const char *s) {
+  uint64_t v;
+  if (!weft_parse_size(s, &v)) {
+    fprintf(stderr, "weft-bench: bad size '%s'\n", s);
+    exit(2);
+  }
+  return (size_t)v;
+}
+
+void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
+  memset(b, 0, sizeof *b);
+  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 1, "bf16", NULL, NULL};
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] != '-' || !a[1] || a[2] || !v) {
+      fprintf(stderr, "weft-bench: bad option '%s' (options: -b -e -f -n -w -c -d -a -J)\n", a);
+      exit(2);
+    }
+    switch (a[1]) {
+    case 'b': b->opt.min_bytes = parse_size_or_die(v); break;
+    case 'e': b->opt.max_bytes = parse_size_or_die(v); break;
+    case 'f': b->opt.factor = atof(v); break;
+    case 'n': b->opt.iters = atoi(v); break;
+    case 'w': b->opt.warmup = atoi(v); break;
+    case 'c': b->opt.check = atoi(v); break;
+    case 'd': b->opt.dtype = v; break;
+    case 'a': b->opt.algo = v; break;
+    case 'J': b->opt.json = v; break;
+    default: fprintf(stderr, "weft-bench: unknown option '%s'\n", a); exit(2);
+    }
+    i++;
+  }
+  if (b->opt.factor <= 1.0 || b->opt.iters < 1 || b->opt.warmup < 0 ||
+      b->opt.min_bytes > b->opt.max_bytes) {
+    fprintf(stderr, "weft-bench: inconsistent options (-f > 1, -n >= 1, -b <= -e)\n");
+    exit(2);
+  }
+}
+
+void bench_init(bench_t *b, const char *suite) {
+  BENCH_CHECK(weft_comm_init(&b->comm, NULL));
+  b->rank = b->comm->rank;
+  b->world = b->comm->world;
+  BENCH_CU(cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+  int drv = 0;
+  weft_cu.cuDriverGetVersion(&drv);
+  /* Every rank's device line, gathered so that rank 0 prints them in order. */
+  typedef struct { char line[160]; } line_t;
+  line_t *lines = calloc((size_t)b->world, sizeof *lines);
+  char name[96] = "?", bus[32] = "?", host[64] = "?";
+  weft_cu.cuDeviceGetName(name, sizeof name, b->comm->device);
+  weft_cu.cuDeviceGetPCIBusId(bus, sizeof bus, b->comm->device);
+  gethostname(host, sizeof host - 1);
+  snprintf(lines[b->rank].line, sizeof lines[0].line, "#  rank %2d pid %7d on %s device %2d [%s] %s",
+           b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name);
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
+  if (b->rank == 0) {
+    printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",
+           suite, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, weft_get_version(),
+           drv / 1000, drv % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+    printf("# %d ranks; -n %d -w %d -c %d\n", b->world, b->opt.iters, b->opt.warmup, b->opt.check);
+    for (int r = 0; r < b->world; r++) printf("%s\n", lines[r].line);
+    if (b->opt.json) {
+      b->json = fopen(b->opt.json, "w");
+      if (!b->json) {
+        perror(b->opt.json);
+        exit(1);
+      }
+      fprintf(b->json, "{\"suite\": \"%s\", \"ranks\": %d, \"rows\": [\n", suite, b->world);
+    }
+  }
+  free(lines);
+}
+
+void bench_finish(bench_t *b) {
+  if (b->json) {
+    fprintf(b->json, "\n]}\n");
+    fclose(b->json);
+  }
+  int wrong = b->wrong;
+  int *all = calloc((size_t)b->world, sizeof *all);
+  all[b->rank] = wrong;
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  int total = 0;
+  for (int r = 0; r < b->world; r++) total += all[r];
+  free(all);
+  if (b->rank == 0) printf("# Out of bounds values : %d %s\n", total, total ? "FAILED" : "OK");
+  weft_cu.cuStreamDestroy(b->stream);
+  BENCH_CHECK(weft_comm_destroy(b->comm));
+  exit(total ? 1 : 0);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double bench_max_across_ranks(bench_t *b, double v) {
+  double *all = calloc((size_t)b->world, sizeof *all);
+  all[b->rank] = v;
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  double m = all[0];
+  for (int r = 1; r < b->world; r++) m = all[r] > m ? all[r] : m;
+  free(all);
+  return m;
+}
+
+void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
+                    const double *values) {
+  if (!b->json) return;
+  fprintf(b->json, "%s  {\"suite\": \"%s\", \"name\": \"%s\"", b->json_rows++ ? ",\n" : "", suite,
+          name);
+  for (int i = 0; i < nkv; i++) fprintf(b->json, ", \"%s\": %.6g", keys[i], values[i]);
+  fprintf(b->json, "}");
+}
