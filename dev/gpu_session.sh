@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One GPU-machine session in one call: build, every test (CPU and GPU), then the benchmark suites,
+# logs under $OUT (or ./gpu-logs), a short summary last. Used through the device tool:
+#   bash dev/gpu_session.sh [ctest regex] [bench suites...]
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+regex=${1:-.}
+shift || true
+suites=${*:-primitives}
+cd "$(dirname "$0")/.."
+{
+  date -u; hostname; nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -12
+  nvcc --version | tail -1
+} > "$out/machine.txt" 2>&1
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+
+t0=$(date +%s)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
+  cmake --build build -j "$(nproc)" >> "$out/build.log" 2>&1
+build_rc=$?
+t1=$(date +%s)
+if [ $build_rc -ne 0 ]; then
+  tail -40 "$out/build.log"
+  echo "BUILD FAILED"
+  exit 1
+fi
+(cd build && ctest --output-on-failure -R "$regex" -j 1 --timeout 300) > "$out/ctest.log" 2>&1
+t2=$(date +%s)
+for s in $suites; do
+  for n in $ngpu 2; do
+    [ "$n" -ge 2 ] || continue
+    timeout 300 build/tools/weftrun -n "$n" build/tools/weft-bench "$s" -J "$out/bench_${s}_np$n.json" \
+      > "$out/bench_${s}_np$n.log" 2>&1
+    echo "bench $s np$n rc=$?" >> "$out/bench_rc.txt"
+    [ "$n" -eq 2 ] && break
+  done
+done
+t3=$(date +%s)
+echo "==== failed/skipped tests"
+grep -E "\*\*\*|Failed|Skipped|Not Run|Timeout" "$out/ctest.log" | head -40
+grep -E "tests passed|tests failed" "$out/ctest.log"
+echo "==== bench"
+cat "$out/bench_rc.txt" 2>/dev/null
+for f in "$out"/bench_*.log; do [ -f "$f" ] && { echo "-- $f"; grep -v '^#  rank' "$f" | tail -25; }; done
+echo "==== times: build $((t1-t0))s tests $((t2-t1))s bench $((t3-t2))s"
