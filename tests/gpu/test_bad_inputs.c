@@ -1,0 +1,90 @@
+/*
+ * test_bad_inputs.c (GPU) — bad inputs that need a live communicator: a second init, an
+ * exhausted heap, mismatched collective allocations (reported on every rank, nothing allocated,
+ * the heap still usable after), device memory that is not symmetric, double free. Each must
+ * return its status with a message, change nothing, and leave the communicator working.
+ */
+// weft-test: ranks=2,4 timeout=120
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/loader.h" /* weft_cu: the driver table, since tests do not link libcuda */
+
+static int failures, checked;
+static weft_comm_t *comm;
+static int rank, world;
+
+static void expect(const char *what, weft_status_t got, weft_status_t want) {
+  checked++;
+  const char *msg = comm ? weft_comm_get_last_error(comm) : weft_get_last_error();
+  if (got != want || (want != WEFT_STATUS_SUCCESS && !*msg)) {
+    failures++;
+    printf("[%d] FAIL %-50s got %s want %s (%s)\n", rank, what, weft_get_error_string(got),
+           weft_get_error_string(want), msg);
+  } else if (rank == 0) {
+    printf("[%d] ok   %-50s %-16s %.100s\n", rank, what, weft_get_error_string(got),
+           want ? msg : "");
+  }
+}
+
+int main(void) {
+  weft_status_t st = weft_comm_init(&comm, NULL);
+  if (st == WEFT_STATUS_NO_DEVICE) {
+    printf("skipped: %s\n", weft_get_last_error());
+    return 77;
+  }
+  if (st != WEFT_STATUS_SUCCESS) {
+    printf("weft_comm_init: %s: %s\n", weft_get_error_string(st), weft_get_last_error());
+    return 1;
+  }
+  weft_comm_rank(comm, &rank);
+  weft_comm_size(comm, &world);
+
+  weft_comm_t *second = NULL;
+  expect("second comm_init in one process", weft_comm_init(&second, NULL),
+         WEFT_STATUS_INVALID_USAGE);
+
+  void *a = NULL, *b = NULL;
+  /* Rank 1 asks for a different size: every rank must fail, nothing allocated anywhere. */
+  expect("malloc with sizes differing across ranks",
+         weft_malloc(comm, rank == 1 ? 2048 : 1024, &a), WEFT_STATUS_MISMATCH);
+  expect("malloc after a mismatch works", weft_malloc(comm, 1024, &a), WEFT_STATUS_SUCCESS);
+  /* Rank 0 frees, others allocate: a mismatch in the call sequence. */
+  expect("free on one rank while others malloc",
+         rank == 0 ? weft_free(comm, a) : weft_malloc(comm, 1024, &b), WEFT_STATUS_MISMATCH);
+  expect("heap exhausted", weft_malloc(comm, (size_t)1 << 50, &b), WEFT_STATUS_OUT_OF_MEMORY);
+  expect("malloc after exhaustion works", weft_malloc(comm, 4096, &b), WEFT_STATUS_SUCCESS);
+
+  CUdeviceptr plain;
+  weft_cu.cuMemAlloc(&plain, 4096);
+  void *peer;
+  expect("peer_ptr of cuMemAlloc memory", weft_peer_ptr(comm, (void *)plain, 0, &peer),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("put into cuMemAlloc memory",
+         weft_stream_put(comm, (void *)plain, b, 64, (rank + 1) % world, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("free of cuMemAlloc memory", weft_free(comm, (void *)plain), WEFT_STATUS_INVALID_ARGUMENT);
+  expect("peer_ptr rank == world", weft_peer_ptr(comm, a, world, &peer), WEFT_STATUS_INVALID_ARGUMENT);
+  expect("peer_ptr of a valid pointer", weft_peer_ptr(comm, a, (rank + 1) % world, &peer),
+         WEFT_STATUS_SUCCESS);
+  expect("free", weft_free(comm, b), WEFT_STATUS_SUCCESS);
+  expect("double free", weft_free(comm, b), WEFT_STATUS_INVALID_ARGUMENT);
+  expect("kernel_launch(NULL kernel)", weft_kernel_launch(NULL, NULL, NULL, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+
+  /* The communicator still works: a stream barrier and a put with signal round the ring. */
+  uint64_t *sig;
+  expect("malloc signal", weft_malloc(comm, 8, (void **)&sig), WEFT_STATUS_SUCCESS);
+  expect("put_signal", weft_stream_put_signal(comm, a, a, 1024, sig, 7, (rank + 1) % world, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("signal_wait", weft_stream_signal_wait(comm, sig, WEFT_CMP_EQ, 7, NULL), WEFT_STATUS_SUCCESS);
+  expect("stream_barrier", weft_stream_barrier(comm, NULL), WEFT_STATUS_SUCCESS);
+  expect("synchronize", weft_stream_synchronize(comm, NULL), WEFT_STATUS_SUCCESS);
+  weft_cu.cuMemFree(plain);
+  expect("free", weft_free(comm, sig), WEFT_STATUS_SUCCESS);
+  expect("free", weft_free(comm, a), WEFT_STATUS_SUCCESS);
+  expect("destroy", weft_comm_destroy(comm), WEFT_STATUS_SUCCESS);
+  printf("[%d] %d checks, %d failed\n", rank, checked, failures);
+  return failures ? 1 : 0;
+}
