@@ -182,6 +182,8 @@ weft_status_t weft_heap_create(weft_comm_t *comm, uint64_t size) {
   }
   h->mine = h->base + (uint64_t)comm->local_rank * h->stride;
   WEFT_CU_GOTO(comm, cuMemsetD8(h->mine, 0, h->stride), st, fail_map);
+  /* The memset may still run after the call returns: finish it before peers may write. */
+  WEFT_CU_GOTO(comm, cuStreamSynchronize(NULL), st, fail_map);
   WEFT_CHECK_GOTO(weft_suballoc_init(&h->alloc, h->size, 1024), st, fail_map);
   /* Nobody may touch a peer's heap before that peer zeroed it. */
   WEFT_CHECK_GOTO(weft_bootstrap_barrier(comm->bootstrap), st, fail_alloc);
@@ -290,9 +292,11 @@ weft_status_t weft_malloc(weft_comm_t *comm, size_t size, void **ptr) {
     return st;
   }
   h->serial++;
-  /* Fresh allocations are zero, so that signals in them start at 0 on every rank. The memset
-   * runs on the null stream and is complete before any peer can be told of the buffer. */
+  WEFT_CHECK(weft_comm_make_current(comm));
+  /* Fresh allocations are zero, so that signals in them start at 0 on every rank; the memset
+   * must be complete before the barrier lets any peer write into the buffer. */
   WEFT_CU(comm, cuMemsetD8(h->mine + WEFT_SYNC_BYTES + off, 0, size));
+  WEFT_CU(comm, cuStreamSynchronize(NULL));
   WEFT_CHECK(weft_bootstrap_barrier(comm->bootstrap));
   *ptr = (void *)(uintptr_t)(h->mine + WEFT_SYNC_BYTES + off);
   return WEFT_STATUS_SUCCESS;
