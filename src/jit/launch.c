@@ -70,11 +70,14 @@ weft_status_t weft_kernel_launch(weft_kernel_t *k, const weft_launch_config_t *c
           k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->shared_bytes);
       if (r == CUDA_SUCCESS)
         __atomic_store_n(&k->max_dynamic_smem, c->shared_bytes, __ATOMIC_RELEASE);
-      else
+      else if (r == CUDA_ERROR_INVALID_VALUE)
         st = weft_error(comm, WEFT_STATUS_INVALID_ARGUMENT, __FILE__, __LINE__,
                         "kernel %s: %zu bytes of dynamic shared memory refused by the driver "
                         "(a Hopper block may have 227 KiB less its static shared memory)",
                         k->name, c->shared_bytes);
+      else
+        st = weft_cu_error(comm, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                           __FILE__, __LINE__);
     }
     pthread_mutex_unlock(&k->module->lock);
     WEFT_CHECK(st);

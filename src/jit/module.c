@@ -48,7 +48,18 @@ weft_status_t weft_module_load_cubin(weft_comm_t *comm, const void *cubin, size_
     st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for module %s", name);
     goto fail;
   }
-  WEFT_CU_GOTO(comm, cuModuleLoadData(&m->module, cubin), st, fail);
+  CUresult lr = weft_cu.cuModuleLoadData(&m->module, cubin);
+  if (lr == CUDA_ERROR_NO_BINARY_FOR_GPU || lr == CUDA_ERROR_INVALID_IMAGE) {
+    /* The usual cause: a cubin for sm_90a on a GPU of another generation. */
+    st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                  "module %s: this GPU cannot run its cubin (compiled for another architecture? "
+                  "the default is " WEFT_JIT_DEFAULT_ARCH ")",
+                  name);
+    goto fail;
+  } else if (lr != CUDA_SUCCESS) {
+    st = weft_cu_error(comm, lr, "cuModuleLoadData", __FILE__, __LINE__);
+    goto fail;
+  }
 
   CUdeviceptr state = 0;
   size_t state_size = 0;

@@ -51,6 +51,7 @@ static void compile_kernel(const weft_embedded_file_t *f) {
   int variants = 0;
   for (const char *p = strstr(f->data, tag); p; p = strstr(p + 1, tag)) {
     const char *start = p + sizeof tag - 1;
+    while (*start == ' ' || *start == '\t') start++;
     size_t len = strcspn(start, "\r\n");
     char *line = malloc(len + 1);
     char *opts[64];
