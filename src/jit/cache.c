@@ -439,20 +439,30 @@ bool weft_jit_cache_dir(char *buf, size_t size) {
   return n > 0 && (size_t)n < size;
 }
 
-/* mkdir -p: ranks race to create it, so an existing directory is success. */
+/* mkdir -p: ranks race to create it, so an existing directory is success. A parent we may not
+ * write (/home, a read-only mount) can fail with EACCES or EROFS rather than EEXIST even though
+ * it exists, so only a component that is still not a directory stops the walk. */
 static bool make_dirs(const char *path) {
   char tmp[4096];
+  struct stat sb;
   if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return false;
   for (char *p = tmp + 1;; p++) {
     if (*p != '/' && *p != 0) continue;
     char c = *p;
     *p = 0;
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+      int saved = errno;
+      if (stat(tmp, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        errno = saved;
+        return false;
+      }
+    }
     *p = c;
     if (!c) break;
   }
-  struct stat sb;
-  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return true;
+  errno = ENOTDIR;
+  return false;
 }
 
 #define ENTRY_MAGIC "WEFTJIT1"
@@ -519,7 +529,11 @@ static bool write_all(int fd, const void *data, size_t size) {
 static void entry_write(const char *dir, const char *path, const void *cubin, size_t cubin_size,
                         const char *log) {
   if (!make_dirs(dir)) {
-    WEFT_WARN("jit: cache directory %s cannot be created: %s", dir, strerror(errno));
+    /* Once per process: every compile would repeat it. */
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      WEFT_WARN("jit: cache directory %s cannot be created (%s); compiling without a cache",
+                dir, strerror(errno));
     return;
   }
   char tmp[4300];
