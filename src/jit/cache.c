@@ -2,11 +2,11 @@
  * cache.c — the JIT's public compile entry (weft_jit_compile) and the disk cache in front of
  * NVRTC, plus the SHA-256 the key is made with.
  *
- * Key: SHA-256 over a format version, NVRTC's version, the architecture, the program name,
- * every effective option in order, the source, and the identity and contents of every header
- * the program reaches through #include (found by a recursive scan that resolves names against
- * the embedded files, the -I directories of the options and the including file's directory;
- * a name that resolves nowhere contributes just the name).
+ * Key: SHA-256 over a format version, NVRTC's version and library file, the architecture, the
+ * program name, every effective option in order, the source, and the identity and contents of
+ * every header the program reaches through #include (found by a recursive scan that resolves
+ * names against the embedded files, the -I directories of the options and the including file's
+ * directory; a name that resolves nowhere contributes just the name).
  *
  * Entry: <dir>/<key>.cubin =
  *   "WEFTJIT1" | u64 cubin_size | u64 log_size | SHA-256(cubin || log) | cubin | log
@@ -357,9 +357,9 @@ weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const ch
   weft_sha256_t sha;
   weft_sha256_init(&sha);
   char buf[64];
-  snprintf(buf, sizeof buf, "weft-jit-cache %d nvrtc %d", WEFT_JIT_CACHE_FORMAT,
-           weft_nvrtc_version());
+  snprintf(buf, sizeof buf, "weft-jit-cache %d", WEFT_JIT_CACHE_FORMAT);
   hash_str(&sha, buf);
+  hash_str(&sha, weft_nvrtc_identity());
   hash_str(&sha, arch);
   hash_str(&sha, name);
   snprintf(buf, sizeof buf, "%d options", nopts);

@@ -76,6 +76,10 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
 /* NVRTC's version as major * 1000 + minor * 10 (the CUDA_VERSION convention), or -1. */
 int weft_nvrtc_version(void);
 
+/* A string that changes whenever the NVRTC library does (version, file, size, time): part of
+ * every cache key. */
+const char *weft_nvrtc_identity(void);
+
 /* The options NVRTC receives: the user's, in order, followed by weft's defaults for what the
  * user did not set (architecture, C++ standard) and -DWEFT_NVRTC=1. *out is a malloc'ed array
  * of borrowed strings (free only the array). *arch is the architecture ("sm_90a"), pointing into
@@ -100,9 +104,9 @@ void weft_jit_cache_stats(weft_jit_cache_stats_t *out);
 void weft_jit_cache_stats_reset(void);
 
 /* The cache key of a compile, as 64 hex digits plus NUL. Covers a format version, NVRTC's
- * version, the architecture, the name, every effective option in order, the source and the
- * contents of every header it reaches through #include (embedded files, -I directories, the
- * directory of the including file). */
+ * identity (weft_nvrtc_identity), the architecture, the name, every effective option in order,
+ * the source and the contents of every header it reaches through #include (embedded files, -I
+ * directories, the directory of the including file). */
 weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const char *name,
                                  const char *const *options, int num_options, char key[65]);
 

@@ -82,7 +82,8 @@ weft_status_t weft_kernel_launch(weft_kernel_t *k, const weft_launch_config_t *c
     pthread_mutex_unlock(&k->module->lock);
     WEFT_CHECK(st);
   }
-  if (cluster && (uint64_t)c->cluster[0] * c->cluster[1] * c->cluster[2] > PORTABLE_CLUSTER_BLOCKS &&
+  uint64_t cluster_blocks = (uint64_t)c->cluster[0] * c->cluster[1] * c->cluster[2];
+  if (cluster && cluster_blocks > PORTABLE_CLUSTER_BLOCKS &&
       !__atomic_load_n(&k->non_portable_cluster, __ATOMIC_ACQUIRE)) {
     pthread_mutex_lock(&k->module->lock);
     CUresult r = weft_cu.cuFuncSetAttribute(

@@ -7,10 +7,13 @@
  * searched by NVRTC itself. NVRTC is linked directly (it needs no GPU and no driver), so
  * compiles work on a build machine.
  */
+#include <dlfcn.h>
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "embedded.h"
 #include "jit.h"
@@ -19,6 +22,28 @@ int weft_nvrtc_version(void) {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return -1;
   return major * 1000 + minor * 10;
+}
+
+static pthread_once_t identity_once = PTHREAD_ONCE_INIT;
+static char identity[1200];
+
+/* nvrtcVersion gives major.minor only, and a patch release of the toolkit changes code
+ * generation without changing it: the library file's path, size and time stand in for the
+ * patch level. */
+static void find_identity(void) {
+  Dl_info info;
+  struct stat sb;
+  int v = weft_nvrtc_version();
+  if (dladdr((void *)nvrtcVersion, &info) && info.dli_fname && stat(info.dli_fname, &sb) == 0)
+    snprintf(identity, sizeof identity, "nvrtc %d %s %lld %lld.%09ld", v, info.dli_fname,
+             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+  else
+    snprintf(identity, sizeof identity, "nvrtc %d", v);
+}
+
+const char *weft_nvrtc_identity(void) {
+  pthread_once(&identity_once, find_identity);
+  return identity;
 }
 
 /* An option that may carry its value in the same string ("-arch=sm_90a") or, as NVRTC also
@@ -181,7 +206,8 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
 done:
   if (prog) {
     nvrtcResult r = nvrtcDestroyProgram(&prog);
-    if (r != NVRTC_SUCCESS) WEFT_WARN("jit: nvrtcDestroyProgram failed: %s", nvrtcGetErrorString(r));
+    if (r != NVRTC_SUCCESS)
+      WEFT_WARN("jit: nvrtcDestroyProgram failed: %s", nvrtcGetErrorString(r));
   }
   free(bin);
   free(opts);

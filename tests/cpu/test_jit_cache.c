@@ -370,9 +370,11 @@ static void test_bad_inputs(void) {
   size_t size = 0;
   const char *null_opt[] = {"-DVALUE=1", NULL};
   int before = count_entries();
-  EXPECT_STATUS("compile(NULL source)", weft_jit_compile(NULL, "x.cu", NULL, 0, &cubin, &size, NULL),
+  EXPECT_STATUS("compile(NULL source)",
+                weft_jit_compile(NULL, "x.cu", NULL, 0, &cubin, &size, NULL),
                 WEFT_STATUS_INVALID_ARGUMENT);
-  EXPECT_STATUS("compile(NULL cubin)", weft_jit_compile(kernel_a, "x.cu", NULL, 0, NULL, &size, NULL),
+  EXPECT_STATUS("compile(NULL cubin)",
+                weft_jit_compile(kernel_a, "x.cu", NULL, 0, NULL, &size, NULL),
                 WEFT_STATUS_INVALID_ARGUMENT);
   EXPECT_STATUS("compile(NULL cubin_size)",
                 weft_jit_compile(kernel_a, "x.cu", NULL, 0, &cubin, NULL, NULL),
