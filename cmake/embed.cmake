@@ -1,6 +1,7 @@
 # Writes OUT: a C file holding the bytes of FILES (paths under ROOT) as a table that the JIT
 # hands to NVRTC as in-memory headers and sources, named by their path below include/ or ROOT
 # ("weft/device.cuh", "kernels/runtime.cu").
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 set(table "")
 set(i 0)

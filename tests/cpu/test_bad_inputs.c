@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/comm.h"
+#include "runtime/loader.h"
 #include "runtime/multicast.h"
 
 static int failures, checked;
@@ -172,7 +173,6 @@ int main(void) {
     WEFT_STATUS_INVALID_ARGUMENT);
   T("comm_size NULL result", weft_comm_size(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   weft_comm_abort(comm);
-  comm->abort_host = NULL;
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);
   T("put after abort", weft_stream_put(comm, heap, local, 8, 0, NULL), WEFT_STATUS_ABORTED);
 
