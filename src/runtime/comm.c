@@ -322,7 +322,7 @@ weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
 
 #define COMM_GETTER(fn, field)                                                            \
   weft_status_t fn(const weft_comm_t *comm, int *out) {                                   \
-    WEFT_ARG(NULL, comm && out, #fn ": comm or result pointer is NULL");                  \
+    WEFT_ARG((weft_comm_t *)comm, comm && out, #fn ": comm or result pointer is NULL");                  \
     *out = comm->field;                                                                   \
     return WEFT_STATUS_SUCCESS;                                                           \
   }

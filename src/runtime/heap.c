@@ -267,11 +267,16 @@ static weft_status_t heap_agree(weft_comm_t *comm, heap_call_t mine, const char 
                     all[r].kind == 1 ? "weft_malloc" : "weft_free", (unsigned long long)all[r].arg);
       break;
     }
-    if (!all[r].ok) {
-      st = WEFT_ERR(comm, r == comm->rank ? WEFT_STATUS_OUT_OF_MEMORY : WEFT_STATUS_REMOTE_ERROR,
-                    "%s(%llu) failed on rank %d", what, (unsigned long long)mine.arg, r);
-      break;
-    }
+  }
+  /* Ranks agree on the call: a rank that could not serve it reports its own out-of-memory,
+   * the others name the first rank that failed. */
+  for (int r = 0; st == WEFT_STATUS_SUCCESS && r < world; r++) {
+    if (!mine.ok)
+      st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "%s(%llu) cannot be served on rank %d",
+                    what, (unsigned long long)mine.arg, comm->rank);
+    else if (!all[r].ok)
+      st = WEFT_ERR(comm, WEFT_STATUS_REMOTE_ERROR, "%s(%llu) failed on rank %d", what,
+                    (unsigned long long)mine.arg, r);
   }
   free(all);
   return st;
