@@ -1,0 +1,126 @@
+/*
+ * weft/shmem.cuh — OpenSHMEM-style primitives over the symmetric heap (Table 1 of the
+ * Triton-distributed paper): PE queries, peer pointers, puts and gets at thread, warp and block
+ * granularity, signals, barrier.
+ *
+ * pe is a world rank on this node. Puts are plain stores through the peer mapping; a signal after
+ * them (weft_signal_op, a release) makes them visible to whoever acquires the signal.
+ */
+#ifndef WEFT_SHMEM_CUH
+#define WEFT_SHMEM_CUH
+
+#include "weft/sync.cuh"
+
+#define WEFT_SIGNAL_SET 0
+#define WEFT_SIGNAL_ADD 1
+
+static __device__ __forceinline__ int weft_my_pe(void) { return weft_state.rank; }
+static __device__ __forceinline__ int weft_n_pes(void) { return weft_state.world; }
+
+/* Address on this GPU of pe's copy of symmetric address p. */
+static __device__ __forceinline__ void *weft_remote_ptr(const void *p, int pe) {
+  weft_u64_t a = (weft_u64_t)p - weft_state.my_heap + weft_state.heap_base +
+                 (weft_u64_t)(pe - weft_state.node_first_rank) * weft_state.heap_stride;
+  return (void *)a;
+}
+
+static __device__ __forceinline__ void weft_int_p(int *dst, int value, int pe) {
+  *(volatile int *)weft_remote_ptr(dst, pe) = value;
+}
+
+/* Copies n bytes with the threads [lane, lane + stride) of a group: 16-byte vectors when both
+ * ends allow it, bytes otherwise. */
+static __device__ __forceinline__ void weft_copy_group(char *dst, const char *src,
+                                                       weft_u64_t n, unsigned lane,
+                                                       unsigned stride) {
+  weft_u64_t i = 0;
+  if ((((weft_u64_t)dst | (weft_u64_t)src) & 15) == 0) {
+    weft_u64_t nv = n / 16;
+    for (weft_u64_t v = lane; v < nv; v += stride)
+      ((uint4 *)dst)[v] = ((const uint4 *)src)[v];
+    i = nv * 16;
+  }
+  for (weft_u64_t b = i + lane; b < n; b += stride) dst[b] = src[b];
+}
+
+static __device__ __forceinline__ void weft_putmem(void *dst, const void *src, weft_u64_t n, int pe) {
+  weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, 0, 1);
+}
+static __device__ __forceinline__ void weft_putmem_warp(void *dst, const void *src, weft_u64_t n, int pe) {
+  weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, threadIdx.x & 31, 32);
+  __syncwarp();
+}
+static __device__ __forceinline__ void weft_putmem_block(void *dst, const void *src, weft_u64_t n, int pe) {
+  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, t,
+                  blockDim.x * blockDim.y * blockDim.z);
+  __syncthreads();
+}
+static __device__ __forceinline__ void weft_getmem(void *dst, const void *src, weft_u64_t n, int pe) {
+  weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, 0, 1);
+}
+static __device__ __forceinline__ void weft_getmem_warp(void *dst, const void *src, weft_u64_t n, int pe) {
+  weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, threadIdx.x & 31, 32);
+  __syncwarp();
+}
+static __device__ __forceinline__ void weft_getmem_block(void *dst, const void *src, weft_u64_t n, int pe) {
+  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, t,
+                  blockDim.x * blockDim.y * blockDim.z);
+  __syncthreads();
+}
+
+/* Signal op on pe's copy of sig, with release: everything this thread wrote before is visible
+ * to whoever acquires the new value. */
+static __device__ __forceinline__ void weft_signal_op(weft_u64_t *sig, weft_u64_t value, int op, int pe) {
+  weft_u64_t *r = (weft_u64_t *)weft_remote_ptr(sig, pe);
+  if (op == WEFT_SIGNAL_ADD) weft_red_release(r, value);
+  else weft_st_release(r, value);
+}
+
+static __device__ __forceinline__ weft_u64_t weft_signal_wait_until(const weft_u64_t *sig, int cmp,
+                                                                   weft_u64_t value) {
+  return weft_wait_until(sig, cmp, value, "signal_wait_until", -1);
+}
+
+static __device__ __forceinline__ void weft_putmem_signal(void *dst, const void *src, weft_u64_t n,
+                                                          weft_u64_t *sig, weft_u64_t value,
+                                                          int op, int pe) {
+  weft_putmem(dst, src, n, pe);
+  weft_signal_op(sig, value, op, pe);
+}
+static __device__ __forceinline__ void weft_putmem_signal_block(void *dst, const void *src,
+                                                                weft_u64_t n, weft_u64_t *sig,
+                                                                weft_u64_t value, int op, int pe) {
+  weft_putmem_block(dst, src, n, pe); /* ends with __syncthreads: every thread's stores done */
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    weft_fence(); /* cumulativity: the other threads' stores, observed via the barrier */
+    weft_signal_op(sig, value, op, pe);
+  }
+}
+
+/* Barrier of all ranks, called by every thread of ONE block per rank. Epoch-based: each call
+ * raises this rank's barrier epoch and waits until every peer has written at least that epoch
+ * into its flag here, so nothing is reset between calls. */
+static __device__ __forceinline__ void weft_barrier_all_block(void) {
+  __syncthreads();
+  weft_u64_t *sync = (weft_u64_t *)weft_state.my_heap;
+  weft_u64_t *epoch = sync + WEFT_SYNC_EPOCHS + WEFT_EPOCH_BARRIER;
+  weft_u64_t e = *(volatile weft_u64_t *)epoch + 1;
+  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+  if (t == 0) weft_fence();
+  __syncthreads();
+  for (int p = (int)t; p < weft_state.local_world; p += (int)nt) {
+    weft_u64_t *flag = sync + WEFT_SYNC_BARRIER_FLAGS + weft_state.local_rank;
+    weft_st_release((weft_u64_t *)weft_remote_ptr(flag, weft_state.node_first_rank + p), e);
+  }
+  for (int p = (int)t; p < weft_state.local_world; p += (int)nt)
+    weft_wait_until(sync + WEFT_SYNC_BARRIER_FLAGS + p, WEFT_CMP_GE, e, "barrier_all",
+                    weft_state.node_first_rank + p);
+  __syncthreads();
+  if (t == 0) *(volatile weft_u64_t *)epoch = e;
+  __syncthreads();
+}
+
+#endif
