@@ -34,7 +34,7 @@ static weft_status_t signal_range(weft_comm_t *comm, const uint64_t *sig, int ra
 weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
                               int rank, weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   WEFT_CHECK(peer_range(comm, dst, bytes, rank, "dst", &peer));
   WEFT_ARG(comm, src, "src is NULL");
   if (!bytes) return WEFT_STATUS_SUCCESS;
@@ -46,7 +46,7 @@ weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, siz
 weft_status_t weft_stream_get(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
                               int rank, weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   WEFT_CHECK(peer_range(comm, src, bytes, rank, "src", &peer));
   WEFT_ARG(comm, dst, "dst is NULL");
   if (!bytes) return WEFT_STATUS_SUCCESS;
@@ -58,7 +58,7 @@ weft_status_t weft_stream_get(weft_comm_t *comm, void *dst, const void *src, siz
 weft_status_t weft_stream_signal_set(weft_comm_t *comm, uint64_t *sig, uint64_t value, int rank,
                                      weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   WEFT_CHECK(signal_range(comm, sig, rank, &peer));
   WEFT_CHECK(weft_comm_make_current(comm));
   /* Default flags: the write is preceded by a system-scope fence, so earlier work of the stream
@@ -77,7 +77,7 @@ static weft_status_t launch1(weft_comm_t *comm, weft_kernel_t *k, void **args,
 weft_status_t weft_stream_signal_add(weft_comm_t *comm, uint64_t *sig, uint64_t value, int rank,
                                      weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   WEFT_CHECK(signal_range(comm, sig, rank, &peer));
   /* Stream memops cannot add: a one-thread kernel does it with red.release.sys. */
   void *args[] = {&sig, &value, &rank};
@@ -88,7 +88,7 @@ weft_status_t weft_stream_put_signal(weft_comm_t *comm, void *dst, const void *s
                                      uint64_t *sig, uint64_t value, int rank,
                                      weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   /* Check everything before enqueueing anything: no half-done call on bad input. */
   WEFT_CHECK(peer_range(comm, dst, bytes, rank, "dst", &peer));
   WEFT_CHECK(signal_range(comm, sig, rank, &peer));
@@ -100,7 +100,7 @@ weft_status_t weft_stream_put_signal(weft_comm_t *comm, void *dst, const void *s
 weft_status_t weft_stream_signal_wait(weft_comm_t *comm, uint64_t *sig, weft_cmp_t cmp,
                                       uint64_t value, weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
-  CUdeviceptr peer;
+  CUdeviceptr peer = 0;
   WEFT_CHECK(signal_range(comm, sig, comm->rank, &peer));
   WEFT_ARG(comm, (int)cmp >= WEFT_CMP_EQ && (int)cmp <= WEFT_CMP_LE, "cmp %d is not a weft_cmp_t",
            (int)cmp);
