@@ -286,7 +286,7 @@ static weft_status_t serve(weft_bootstrap_t *bs, const char *addr, uint64_t dead
       char why[160];
       snprintf(why, sizeof why, "rank %d says world %d (rank 0 has %d)%s", h.rank, h.world,
                bs->world, (h.rank > 0 && h.rank < bs->world && bs->peers[h.rank] >= 0) ? ", and that rank already joined" : "");
-      send_msg(fd, MSG_ERROR, 0, bs->world, why, strlen(why) + 1, hello_deadline);
+      send_msg(fd, MSG_ERROR, WEFT_STATUS_MISMATCH, bs->world, why, strlen(why) + 1, hello_deadline);
       close(fd);
       st = WEFT_ERR(NULL, WEFT_STATUS_MISMATCH, "bootstrap at %s: %s", addr, why);
       break;
@@ -298,7 +298,7 @@ static weft_status_t serve(weft_bootstrap_t *bs, const char *addr, uint64_t dead
   if (st != WEFT_STATUS_SUCCESS) {
     /* Tell whoever came, so that they fail now rather than at their own deadline. */
     for (int r = 1; r < bs->world; r++)
-      if (bs->peers[r] >= 0) send_msg(bs->peers[r], MSG_ERROR, 0, bs->world, weft_get_last_error(),
+      if (bs->peers[r] >= 0) send_msg(bs->peers[r], MSG_ERROR, (int)st, bs->world, weft_get_last_error(),
                                       strlen(weft_get_last_error()) + 1, weft_now_ns() + 1000000000ull);
     return st;
   }
@@ -344,7 +344,10 @@ static weft_status_t join(weft_bootstrap_t *bs, const char *addr, uint64_t deadl
   if (st == WEFT_STATUS_SUCCESS && h.kind == MSG_ERROR) {
     char why[256] = "";
     io_all(fd, why, h.bytes < sizeof why ? h.bytes : sizeof why - 1, false, deadline);
-    return WEFT_ERR(NULL, WEFT_STATUS_MISMATCH, "rank 0 refused rank %d: %s", bs->rank, why);
+    /* The header's rank field carries rank 0's status (a timeout, a mismatch). */
+    weft_status_t remote = h.rank > 0 && h.rank < WEFT_STATUS_COUNT ? (weft_status_t)h.rank
+                                                                    : WEFT_STATUS_REMOTE_ERROR;
+    return WEFT_ERR(NULL, remote, "rank 0 ended the rendezvous for rank %d: %s", bs->rank, why);
   }
   if (st == WEFT_STATUS_SUCCESS && (h.kind != MSG_RESULT || h.bytes != sizeof bs->job_id))
     st = WEFT_STATUS_MISMATCH;
