@@ -69,7 +69,13 @@
   X(cuStreamWriteValue64)                                                                 \
   X(cuStreamWaitValue32)                                                                  \
   X(cuStreamWaitValue64)                                                                  \
-  X(cuStreamBatchMemOp)                                                                   \
+  X(cuStreamBatchMemOp)                                                                    \
+  X(cuStreamBeginCapture)                                                                 \
+  X(cuStreamEndCapture)                                                                   \
+  X(cuGraphInstantiateWithFlags)                                                                  \
+  X(cuGraphLaunch)                                                                        \
+  X(cuGraphExecDestroy)                                                                   \
+  X(cuGraphDestroy)                                                                       \
   X(cuEventCreate)                                                                        \
   X(cuEventDestroy)                                                                       \
   X(cuEventRecord)                                                                        \

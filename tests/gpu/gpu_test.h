@@ -1,0 +1,85 @@
+/*
+ * gpu_test.h — what the GPU tests share: init that skips (77) without a GPU, a check macro that
+ * exits with the failing call, random data, and compiling a test's kernels through the JIT.
+ */
+#ifndef WEFT_GPU_TEST_H
+#define WEFT_GPU_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/comm.h"
+#include "runtime/loader.h"
+
+#define OK(call)                                                                          \
+  do {                                                                                    \
+    weft_status_t st_ = (call);                                                           \
+    if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,            \
+              weft_get_error_string(st_), weft_get_last_error());                         \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+#define CU(call)                                                                          \
+  do {                                                                                    \
+    CUresult r_ = weft_cu.call;                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                             \
+      const char *n_ = "?";                                                               \
+      weft_cu.cuGetErrorName(r_, &n_);                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, n_);           \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* Compiles a test's kernels before anything else, so that machines without a GPU (CI) still
+ * check that they compile, and a compile error fails the test instead of skipping it. */
+static inline void test_precompile(const char *src, const char *name) {
+  void *cubin;
+  size_t size;
+  char *log = NULL;
+  weft_status_t st = weft_jit_compile(src, name, NULL, 0, &cubin, &size, &log);
+  if (st != WEFT_STATUS_SUCCESS) {
+    fprintf(stderr, "%s does not compile: %s\n%s\n", name, weft_get_last_error(), log ? log : "");
+    exit(1);
+  }
+  weft_jit_free(cubin);
+  weft_jit_free(log);
+}
+
+/* weft_comm_init, or exit 77 when this machine has no GPU. */
+static inline weft_comm_t *test_init(void) {
+  weft_comm_t *comm;
+  weft_status_t st = weft_comm_init(&comm, NULL);
+  if (st == WEFT_STATUS_NO_DEVICE) {
+    printf("skipped: %s\n", weft_get_last_error());
+    exit(77);
+  }
+  OK(st);
+  return comm;
+}
+
+/* A seed that differs per run and per rank, printed so that a failure can be replayed. */
+static inline unsigned long long test_seed(weft_comm_t *comm) {
+  const char *s = getenv("WEFT_TEST_SEED");
+  unsigned long long seed = s ? strtoull(s, NULL, 0) : (unsigned long long)time(NULL);
+  seed = seed * 1000003ull + (unsigned long long)comm->rank;
+  printf("[%d] seed %llu\n", comm->rank, seed);
+  return seed;
+}
+
+static inline unsigned long long test_rand(unsigned long long *x) {
+  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+  return *x;
+}
+
+static inline weft_kernel_t *test_kernel(weft_module_t *m, const char *name) {
+  weft_kernel_t *k;
+  OK(weft_module_get_kernel(m, name, &k));
+  return k;
+}
+
+#endif
