@@ -27,7 +27,7 @@ if [ $build_rc -ne 0 ]; then
   echo "BUILD FAILED"
   exit 1
 fi
-(cd build && ctest --output-on-failure -R "$regex" -j 1 --timeout 300) > "$out/ctest.log" 2>&1
+(cd build && ctest -V -R "$regex" -j 1 --timeout 300) > "$out/ctest.log" 2>&1
 t2=$(date +%s)
 for s in $suites; do
   for n in $ngpu 2; do
@@ -40,7 +40,7 @@ for s in $suites; do
 done
 t3=$(date +%s)
 echo "==== failed/skipped tests"
-grep -E "\*\*\*|Failed|Skipped|Not Run|Timeout" "$out/ctest.log" | head -40
+grep -E "Test +#[0-9]+:" "$out/ctest.log" | grep -v " Passed" | head -40
 grep -E "tests passed|tests failed" "$out/ctest.log"
 echo "==== bench"
 cat "$out/bench_rc.txt" 2>/dev/null
