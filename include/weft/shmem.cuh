@@ -99,6 +99,46 @@ static __device__ __forceinline__ void weft_putmem_signal_block(void *dst, const
   }
 }
 
+/* Non-blocking forms: the stores are issued and the call returns; weft_quiet (or a signal with
+ * release semantics) completes them. Through the NVLink mapping an ordinary store already
+ * returns before it lands, so these are the blocking forms without the implied ordering. */
+#define weft_putmem_nbi weft_putmem
+#define weft_putmem_nbi_warp weft_putmem_warp
+#define weft_putmem_nbi_block weft_putmem_block
+#define weft_getmem_nbi weft_getmem
+#define weft_getmem_nbi_warp weft_getmem_warp
+#define weft_getmem_nbi_block weft_getmem_block
+
+static __device__ __forceinline__ void weft_putmem_signal_warp(void *dst, const void *src,
+                                                               weft_u64_t n, weft_u64_t *sig,
+                                                               weft_u64_t value, int op, int pe) {
+  weft_putmem_warp(dst, src, n, pe); /* ends with __syncwarp */
+  if ((threadIdx.x & 31) == 0) {
+    weft_fence();
+    weft_signal_op(sig, value, op, pe);
+  }
+  __syncwarp();
+}
+#define weft_putmem_signal_nbi weft_putmem_signal
+#define weft_putmem_signal_nbi_warp weft_putmem_signal_warp
+#define weft_putmem_signal_nbi_block weft_putmem_signal_block
+
+/* Triton-distributed's non-OpenSHMEM pair. weft_wait spins until each of n consecutive signals
+ * is >= value (acquire) and returns a token; weft_consume_token ties a later load's address to
+ * that token, so the compiler cannot move the load above the wait. */
+static __device__ __forceinline__ weft_u64_t weft_wait(const weft_u64_t *sig, int n, weft_u64_t value) {
+  weft_u64_t token = 0;
+  for (int i = 0; i < n; i++) token |= weft_wait_until(sig + i, WEFT_CMP_GE, value, "wait", -1) * 0;
+  return token;
+}
+static __device__ __forceinline__ void *weft_consume_token(void *p, weft_u64_t token) {
+  weft_u64_t a = (weft_u64_t)p;
+  asm volatile("add.u64 %0, %0, %1;" : "+l"(a) : "l"(token) : "memory");
+  return (void *)a;
+}
+/* notify: a signal op with release on pe's copy (same as weft_signal_op, named as the paper). */
+#define weft_notify weft_signal_op
+
 /* Barrier of all ranks, called by every thread of ONE block per rank. Epoch-based: each call
  * raises this rank's barrier epoch and waits until every peer has written at least that epoch
  * into its flag here, so nothing is reset between calls. */
@@ -121,6 +161,19 @@ static __device__ __forceinline__ void weft_barrier_all_block(void) {
   __syncthreads();
   if (t == 0) *(volatile weft_u64_t *)epoch = e;
   __syncthreads();
+}
+
+/* sync_all: a barrier of all ranks; weft's barrier already orders memory, so it is the same. */
+#define weft_sync_all_block weft_barrier_all_block
+
+/* Collective broadcast: every rank calls it with one block; root's n bytes at src land in dst
+ * (symmetric) on every rank, and the call returns on every rank only once they have. */
+static __device__ __forceinline__ void weft_broadcast_block(void *dst, const void *src,
+                                                            weft_u64_t n, int root) {
+  if (weft_my_pe() == root)
+    for (int p = 0; p < weft_state.local_world; p++)
+      weft_putmem_block(dst, src, n, weft_state.node_first_rank + p);
+  weft_barrier_all_block();
 }
 
 #endif
