@@ -233,6 +233,14 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   uint64_t boot_ms;
   weft_env_u64("WEFT_BOOTSTRAP_TIMEOUT_MS", timeout_ms, false, &boot_ms);
 
+  if (weft_log_level() >= WEFT_LOG_LEVEL_INFO) { /* the environment in force, for bug reports */
+    extern char **environ;
+    for (char **e = environ; *e; e++)
+      if (!strncmp(*e, "WEFT_", 5) || !strncmp(*e, "NCCL_NVLS", 9) ||
+          !strncmp(*e, "NVSHMEM_DISABLE_NVLS", 20) || !strncmp(*e, "TORCH_SYMM_MEM", 14) ||
+          !strncmp(*e, "CUDA_VISIBLE_DEVICES", 20))
+        WEFT_INFO("env %s", *e);
+  }
   char addr[256];
   WEFT_CHECK_GOTO(weft_bootstrap_read_addr(&info, addr, sizeof addr), st, fail);
   WEFT_CHECK_GOTO(weft_bootstrap_create(addr, comm->rank, comm->world, boot_ms * 1000000ull,
