@@ -206,6 +206,42 @@ WEFT_API weft_status_t weft_stream_barrier(weft_comm_t *comm, weft_stream_t stre
 WEFT_API weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Collectives (over the ranks of a node; on the caller's stream; no host synchronisation, no   */
+/* allocation and no reset inside a call, so each is capturable in a CUDA graph)               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum weft_dtype {
+  WEFT_DTYPE_UINT8 = 0,
+  WEFT_DTYPE_INT32,
+  WEFT_DTYPE_FP16,
+  WEFT_DTYPE_BF16,
+  WEFT_DTYPE_FP32,
+  WEFT_DTYPE_FP64,
+  WEFT_DTYPE_COUNT
+} weft_dtype_t;
+
+/* Bytes per element, 0 for an invalid dtype. */
+WEFT_API size_t weft_dtype_size(weft_dtype_t dtype);
+
+/* How a collective moves data. AUTO picks by size (and is what the other values override). */
+typedef enum weft_algo {
+  WEFT_ALGO_AUTO = 0,
+  WEFT_ALGO_COPY_ENGINE, /* cudaMemcpy-style pushes by the copy engines; no SMs */
+  WEFT_ALGO_SM,          /* one kernel, SM stores over NVLink */
+  WEFT_ALGO_LL           /* low latency: data and flag in one store; small messages only */
+} weft_algo_t;
+
+/* The largest per-rank chunk WEFT_ALGO_LL takes (bytes). */
+#define WEFT_ALLGATHER_LL_MAX_BYTES (64u << 10)
+
+/* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
+ * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
+ * possibly recvbuf + rank * count (in place). Any count, any alignment. */
+WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype, weft_algo_t algo,
+                                      weft_stream_t stream);
+
+/* ------------------------------------------------------------------------------------------ */
 /* JIT: compile CUDA C tile programs that use the device library (<weft/device.cuh>)           */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -163,6 +163,41 @@ static __device__ __forceinline__ void weft_barrier_all_block(void) {
   __syncthreads();
 }
 
+/* ---- epochs and flags of the ops (the runtime's sync area at the start of every heap) ---- */
+
+static __device__ __forceinline__ weft_u64_t *weft_sync_word(int index) {
+  return (weft_u64_t *)weft_state.my_heap + index;
+}
+/* This call's epoch for slot: one more than the last finished call's. Every block of a kernel
+ * reads the same value because only the last block to finish raises it (weft_epoch_finish). */
+static __device__ __forceinline__ weft_u64_t weft_epoch_begin(int slot) {
+  return *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) + 1;
+}
+/* Called once per block (by one thread) at the end of a kernel that began epoch e on slot: the
+ * last block to arrive publishes e, so the next kernel on the stream sees it. */
+static __device__ __forceinline__ void weft_epoch_finish(int slot, weft_u64_t e) {
+  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
+  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  if (atomicAdd(arrive, 1ull) == blocks - 1) {
+    *arrive = 0;
+    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = e;
+  }
+}
+/* The flag array of an op's slot; entry r is written by world rank node_first_rank + r. */
+static __device__ __forceinline__ weft_u64_t *weft_op_flags(int slot) {
+  return weft_sync_word(WEFT_SYNC_FLAGS(slot));
+}
+/* Tell every local rank that this rank reached epoch e on the flag slot (release). */
+static __device__ __forceinline__ void weft_op_signal_all(int slot, weft_u64_t e) {
+  weft_u64_t *mine = weft_op_flags(slot) + weft_state.local_rank;
+  for (int p = 0; p < weft_state.local_world; p++)
+    weft_st_release((weft_u64_t *)weft_remote_ptr(mine, weft_state.node_first_rank + p), e);
+}
+/* Wait until local rank p's flag on slot reaches e. */
+static __device__ __forceinline__ void weft_op_wait(int slot, int p, weft_u64_t e, const char *op) {
+  weft_wait_until(weft_op_flags(slot) + p, WEFT_CMP_GE, e, op, weft_state.node_first_rank + p);
+}
+
 /* sync_all: a barrier of all ranks; weft's barrier already orders memory, so it is the same. */
 #define weft_sync_all_block weft_barrier_all_block
 

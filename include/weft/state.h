@@ -28,12 +28,24 @@ typedef unsigned int weft_u32;
 #define WEFT_SYNC_BARRIER_FLAGS 0                                /* [WEFT_MAX_LOCAL_RANKS] */
 #define WEFT_SYNC_EPOCHS (WEFT_SYNC_BARRIER_FLAGS + WEFT_MAX_LOCAL_RANKS) /* [WEFT_SYNC_NUM_EPOCHS] */
 #define WEFT_SYNC_NUM_EPOCHS 64
-#define WEFT_SYNC_WORDS (WEFT_SYNC_EPOCHS + WEFT_SYNC_NUM_EPOCHS)
-#define WEFT_SYNC_BYTES 4096 /* reserved; WEFT_SYNC_WORDS * 8 fits */
+#define WEFT_SYNC_ARRIVE (WEFT_SYNC_EPOCHS + WEFT_SYNC_NUM_EPOCHS) /* [WEFT_SYNC_NUM_EPOCHS] */
+/* Flag arrays of the ops: slot s is [WEFT_MAX_LOCAL_RANKS] words at WEFT_SYNC_FLAGS(s). */
+#define WEFT_SYNC_FLAGS(slot) (WEFT_SYNC_ARRIVE + WEFT_SYNC_NUM_EPOCHS + (slot) * WEFT_MAX_LOCAL_RANKS)
+#define WEFT_SYNC_NUM_FLAG_SLOTS 32
+#define WEFT_SYNC_WORDS WEFT_SYNC_FLAGS(WEFT_SYNC_NUM_FLAG_SLOTS)
+#define WEFT_SYNC_BYTES 65536 /* reserved; WEFT_SYNC_WORDS * 8 fits */
 
-/* Epoch slots (per rank, in its own sync area) that runtime primitives own. */
-#define WEFT_EPOCH_BARRIER 0 /* barrier_all */
-#define WEFT_EPOCH_USER0 8   /* first slot free for ops */
+/* Epoch slots (per rank, in its own sync area; each with an arrival counter beside it at
+ * WEFT_SYNC_ARRIVE + slot, for multi-block kernels whose last block raises the epoch). */
+#define WEFT_EPOCH_BARRIER 0   /* barrier_all */
+#define WEFT_EPOCH_ALLGATHER 1 /* weft_allgather (every algorithm) */
+#define WEFT_EPOCH_AG_SM 2     /* weft_allgather's SM calls only (their done counts) */
+#define WEFT_EPOCH_USER0 8     /* first slot free for ops */
+
+/* Flag slots of the ops. */
+#define WEFT_FLAGS_AG_READY 0
+#define WEFT_FLAGS_AG_DONE 1    /* copy-engine calls: set to the epoch */
+#define WEFT_FLAGS_AG_SM_DONE 2 /* SM calls: slices counted, AG_UNITS per call */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */

@@ -180,6 +180,7 @@ static weft_status_t load_runtime_kernels(weft_comm_t *comm) {
 }
 
 static void comm_free(weft_comm_t *comm) {
+  if (comm->ops.sms) weft_ops_destroy(comm);
   if (comm->runtime_module) weft_module_unload(comm->runtime_module);
   if (comm->heap.base) weft_heap_destroy(comm);
   if (comm->abort_host) weft_cu.cuMemFreeHost((void *)comm->abort_host);
@@ -272,6 +273,9 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   fill_state(comm);
   weft_multicast_check_env(comm); /* warns; multicast stays off (DESIGN.md, Safety) */
   mine.status = load_runtime_kernels(comm);
+  WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
+  /* The ops allocate symmetric scratch: collective, so every rank gets here (agreed above). */
+  mine.status = weft_ops_init(comm);
   WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
   *out = comm;
   return WEFT_STATUS_SUCCESS;

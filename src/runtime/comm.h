@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "../internal.h"
+#include "../ops/ops.h"
 #include "bootstrap.h"
 #include "heap.h"
 
@@ -34,6 +35,7 @@ struct weft_comm {
 
   struct weft_module *runtime_module; /* kernels/runtime.cu: barrier, signal wait/add */
   struct weft_kernel *k_barrier, *k_signal_wait, *k_signal_add;
+  weft_ops_t ops; /* the ops' kernels, scratch and streams (src/ops) */
 
   pthread_mutex_t error_lock;
   char last_error[1024];

@@ -1,0 +1,108 @@
+/*
+ * kernels/allgather.cu — AllGather over the ranks of a node (src/ops/allgather.c launches).
+ * recv is symmetric: [world][bytes]; every rank's chunk lands at recv + rank * bytes on every
+ * rank. Nothing is reset between calls: each call's epoch e is one more than the last, read from
+ * this rank's sync area, and every flag compares against it.
+ *
+ *   weft_ag_enter / weft_ag_exit  around copy-engine pushes (one block each): "ready for epoch
+ *                                 e" to every rank, wait for all; then "done" likewise.
+ *   weft_ag_sm                    SM push in one kernel: grid = world * slices blocks (slices a
+ *                                 power of two <= AG_UNITS); block b
+ *                                 sends slice b / world of this rank's chunk to rank b % world
+ *                                 once that rank is ready, then counts it in the receiver's done
+ *                                 flag; then waits for rank b % world's slices to it.
+ *   weft_ag_ll                    LL push for small chunks: data and epoch flag in each 16-byte
+ *                                 line, into a double-buffered LL area (parity of e); no
+ *                                 handshake at all.
+ */
+#include <weft/device.cuh>
+
+#define AG_SLOT WEFT_EPOCH_ALLGATHER
+/* Every SM call adds exactly AG_UNITS to each receiver's done flag for each sender, however
+ * many slices it used (slices divide AG_UNITS), so the flag is c * AG_UNITS after the c-th SM
+ * call even when calls of different sizes use different grids. */
+#define AG_UNITS 32
+
+extern "C" __global__ void weft_ag_enter(void) {
+  weft_u64_t e = weft_epoch_begin(AG_SLOT);
+  if (threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_READY, e);
+  for (int p = threadIdx.x; p < weft_state.local_world; p += blockDim.x)
+    weft_op_wait(WEFT_FLAGS_AG_READY, p, e, "allgather(ready)");
+}
+
+extern "C" __global__ void weft_ag_exit(void) {
+  weft_u64_t e = weft_epoch_begin(AG_SLOT);
+  __syncthreads();
+  if (threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_DONE, e);
+  for (int p = threadIdx.x; p < weft_state.local_world; p += blockDim.x)
+    weft_op_wait(WEFT_FLAGS_AG_DONE, p, e, "allgather(done)");
+  __syncthreads();
+  if (threadIdx.x == 0) weft_epoch_finish(AG_SLOT, e);
+}
+
+extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned long long bytes) {
+  int world = weft_state.local_world, me = weft_state.local_rank;
+  int peer = blockIdx.x % world, slices = gridDim.x / world, slice = blockIdx.x / world;
+  weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_SM);
+  if (blockIdx.x == 0 && threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_READY, e);
+  if (threadIdx.x == 0) weft_op_wait(WEFT_FLAGS_AG_READY, peer, e, "allgather(ready)");
+  __syncthreads();
+  /* Slices are 4 KiB multiples so that aligned buffers stay aligned slice by slice. */
+  unsigned long long per = ((bytes + slices - 1) / slices + 4095) & ~4095ull;
+  unsigned long long off = per * slice;
+  if (off < bytes) {
+    unsigned long long n = bytes - off < per ? bytes - off : per;
+    char *dst = (char *)weft_remote_ptr(recv + (unsigned long long)me * bytes + off,
+                                        weft_state.node_first_rank + peer);
+    weft_copy_group(dst, send + off, n, threadIdx.x, blockDim.x);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    weft_fence(); /* the block's stores (seen through the barrier) before the count */
+    weft_u64_t *done = weft_op_flags(WEFT_FLAGS_AG_SM_DONE) + me;
+    weft_red_release((weft_u64_t *)weft_remote_ptr(done, weft_state.node_first_rank + peer),
+                     AG_UNITS / slices);
+    weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * AG_UNITS, "allgather(sm)");
+    weft_epoch_finish(AG_SLOT, e);
+    weft_epoch_finish(WEFT_EPOCH_AG_SM, c);
+  }
+}
+
+/* ll: [2 parities][world][WEFT_LL_BYTES(max_bytes)] symmetric scratch. */
+extern "C" __global__ void weft_ag_ll(const unsigned char *send, unsigned char *recv,
+                                      unsigned long long bytes, unsigned char *ll,
+                                      unsigned long long ll_slot_bytes) {
+  int world = weft_state.local_world, me = weft_state.local_rank;
+  int peer = blockIdx.x % world, slices = gridDim.x / world, slice = blockIdx.x / world;
+  weft_u64_t e = weft_epoch_begin(AG_SLOT);
+  unsigned flag = (unsigned)e;
+  unsigned char *area = ll + (e & 1) * (unsigned long long)world * ll_slot_bytes;
+  unsigned long long lines = (bytes + 7) / 8;
+  unsigned long long per = (lines + slices - 1) / slices, l0 = per * slice;
+  unsigned long long l1 = l0 + per < lines ? l0 + per : lines;
+  /* push my lines [l0, l1) to peer's area slot `me` */
+  unsigned char *dst = (unsigned char *)weft_remote_ptr(area + (unsigned long long)me * ll_slot_bytes,
+                                                        weft_state.node_first_rank + peer);
+  for (unsigned long long l = l0 + threadIdx.x; l < l1; l += blockDim.x) {
+    unsigned long long v = 0, b = l * 8;
+    if (b + 8 <= bytes && ((unsigned long long)(send + b) & 7) == 0) {
+      v = *(const unsigned long long *)(send + b);
+    } else {
+      for (int k = 0; k < 8 && b + k < bytes; k++) v |= (unsigned long long)send[b + k] << (8 * k);
+    }
+    weft_ll_store16(dst + l * 16, (unsigned)v, (unsigned)(v >> 32), flag);
+  }
+  /* receive peer's lines [l0, l1) from my area slot `peer` */
+  const unsigned char *src = area + (unsigned long long)peer * ll_slot_bytes;
+  unsigned char *out = recv + (unsigned long long)peer * bytes;
+  for (unsigned long long l = l0 + threadIdx.x; l < l1; l += blockDim.x) {
+    unsigned long long v = weft_ll_load16(src + l * 16, flag), b = l * 8;
+    if (b + 8 <= bytes && ((unsigned long long)(out + b) & 7) == 0) {
+      *(unsigned long long *)(out + b) = v;
+    } else {
+      for (int k = 0; k < 8 && b + k < bytes; k++) out[b + k] = (unsigned char)(v >> (8 * k));
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) weft_epoch_finish(AG_SLOT, e);
+}

@@ -1,0 +1,111 @@
+/*
+ * allgather.c — weft_allgather: argument checks, the choice of algorithm, and the launches of
+ * kernels/allgather.cu (see there for the protocols). Shapes: sendbuf [count], recvbuf
+ * [world][count] symmetric, elements of weft_dtype_size(dtype) bytes.
+ */
+#include "ops.h"
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+
+/* Below this per-rank size the SM kernel beats the copy engines' start-up; measured on H200. */
+#define AG_SM_MAX_BYTES (1ull << 20)
+#define AG_THREADS 512
+
+weft_status_t weft_allgather_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/allgather.cu", NULL, 0, &o->ag));
+  WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_enter", &o->ag_enter));
+  WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_exit", &o->ag_exit));
+  WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_sm", &o->ag_sm));
+  WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ll", &o->ag_ll));
+  /* LL lines carry 8 payload bytes in 16; two areas by epoch parity. */
+  o->ag_ll_slot = (WEFT_ALLGATHER_LL_MAX_BYTES + 7) / 8 * 16;
+  return weft_malloc(comm, 2 * (size_t)comm->local_world * o->ag_ll_slot, (void **)&o->ag_ll_buf);
+}
+
+void weft_allgather_destroy(weft_comm_t *comm) {
+  /* The LL area goes with the heap. */
+  if (comm->ops.ag) weft_module_unload(comm->ops.ag);
+}
+
+static unsigned pow2_floor(unsigned long long v) {
+  unsigned p = 1;
+  while ((unsigned long long)p * 2 <= v) p *= 2;
+  return p;
+}
+
+static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
+                                    CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
+  one.block[0] = 32;
+  WEFT_CHECK(weft_kernel_launch(o->ag_enter, &one, NULL, stream));
+  /* Fork: the copies to the peers (and the local one) run on the caller's stream and the side
+   * streams at once, so that all copy engines work. */
+  WEFT_CU(comm, cuEventRecord(o->fork, stream));
+  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) WEFT_CU(comm, cuStreamWaitEvent(o->side[i], o->fork, 0));
+  for (int k = 0; k < comm->local_world; k++) {
+    /* Start with the next rank, so that ranks do not all hit one GPU first. */
+    int l = (comm->local_rank + 1 + k) % comm->local_world;
+    CUstream s = k % (WEFT_OPS_SIDE_STREAMS + 1) == 0 ? stream : o->side[k % (WEFT_OPS_SIDE_STREAMS + 1) - 1];
+    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes) -
+                      comm->heap.mine + comm->heap.base + (uint64_t)l * comm->heap.stride;
+    if (dst != (CUdeviceptr)(uintptr_t)send) /* in place: the local chunk is already there */
+      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)send, bytes, s));
+  }
+  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
+    WEFT_CU(comm, cuEventRecord(o->join[i], o->side[i]));
+    WEFT_CU(comm, cuStreamWaitEvent(stream, o->join[i], 0));
+  }
+  return weft_kernel_launch(o->ag_exit, &one, NULL, stream);
+}
+
+weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             weft_dtype_t dtype, weft_algo_t algo, weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  size_t elem = weft_dtype_size(dtype);
+  WEFT_ARG(comm, elem, "dtype %d is not a weft_dtype_t", (int)dtype);
+  WEFT_ARG(comm, (int)algo >= WEFT_ALGO_AUTO && algo <= WEFT_ALGO_LL, "algo %d is not a weft_algo_t",
+           (int)algo);
+  if (count == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
+  WEFT_ARG(comm, count <= SIZE_MAX / elem / (size_t)comm->world, "count %zu overflows", count);
+  size_t bytes = count * elem;
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
+           "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf,
+           bytes * (size_t)comm->world);
+  if (algo == WEFT_ALGO_AUTO)
+    algo = bytes <= WEFT_ALLGATHER_LL_MAX_BYTES / 4 ? WEFT_ALGO_LL
+           : bytes <= AG_SM_MAX_BYTES               ? WEFT_ALGO_SM
+                                                    : WEFT_ALGO_COPY_ENGINE;
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLGATHER_LL_MAX_BYTES,
+           "WEFT_ALGO_LL takes at most %u bytes per rank, not %zu", WEFT_ALLGATHER_LL_MAX_BYTES, bytes);
+  WEFT_CHECK(weft_comm_make_current(comm));
+  const char *send = sendbuf;
+  char *recv = recvbuf;
+  CUstream s = (CUstream)stream;
+  weft_ops_t *o = &comm->ops;
+  if (algo == WEFT_ALGO_COPY_ENGINE) return ag_copy_engine(comm, send, recv, bytes, s);
+
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.block[0] = AG_THREADS;
+  unsigned max_slices = pow2_floor((unsigned long long)o->sms / (unsigned)comm->local_world);
+  if (max_slices > 32) max_slices = 32;
+  unsigned long long n = bytes;
+  if (algo == WEFT_ALGO_SM) {
+    /* about 256 KiB per block, at most one block per SM */
+    unsigned slices = pow2_floor(bytes / (256u << 10) ? bytes / (256u << 10) : 1);
+    cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
+    void *args[] = {(void *)&send, &recv, &n};
+    return weft_kernel_launch(o->ag_sm, &cfg, args, stream);
+  }
+  /* LL: about 2 lines per thread */
+  unsigned long long lines = (bytes + 7) / 8;
+  unsigned slices = (unsigned)((lines + 2 * AG_THREADS - 1) / (2 * AG_THREADS));
+  cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
+  unsigned long long slot = o->ag_ll_slot;
+  void *args[] = {(void *)&send, &recv, &n, &o->ag_ll_buf, &slot};
+  return weft_kernel_launch(o->ag_ll, &cfg, args, stream);
+}

@@ -1,0 +1,48 @@
+/* ops.c — the table of ops and the shared machinery (side streams for copy-engine work). */
+#include "ops.h"
+
+#include <string.h>
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+
+static const struct {
+  const char *name;
+  weft_status_t (*init)(weft_comm_t *);
+  void (*destroy)(weft_comm_t *);
+} ops_table[] = {
+    {"allgather", weft_allgather_init, weft_allgather_destroy},
+};
+
+size_t weft_dtype_size(weft_dtype_t dtype) {
+  static const size_t sizes[WEFT_DTYPE_COUNT] = {1, 4, 2, 2, 4, 8};
+  return (int)dtype >= 0 && dtype < WEFT_DTYPE_COUNT ? sizes[dtype] : 0;
+}
+
+weft_status_t weft_ops_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CU(comm, cuDeviceGetAttribute(&o->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
+  WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
+  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
+    WEFT_CU(comm, cuStreamCreate(&o->side[i], CU_STREAM_NON_BLOCKING));
+    WEFT_CU(comm, cuEventCreate(&o->join[i], CU_EVENT_DISABLE_TIMING));
+  }
+  for (size_t i = 0; i < sizeof ops_table / sizeof ops_table[0]; i++) {
+    weft_status_t st = ops_table[i].init(comm);
+    if (st != WEFT_STATUS_SUCCESS) return st;
+    WEFT_TRACE("op %s ready", ops_table[i].name);
+  }
+  return WEFT_STATUS_SUCCESS;
+}
+
+void weft_ops_destroy(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  for (size_t i = sizeof ops_table / sizeof ops_table[0]; i-- > 0;) ops_table[i].destroy(comm);
+  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
+    if (o->side[i]) weft_cu.cuStreamDestroy(o->side[i]);
+    if (o->join[i]) weft_cu.cuEventDestroy(o->join[i]);
+  }
+  if (o->fork) weft_cu.cuEventDestroy(o->fork);
+  memset(o, 0, sizeof *o);
+}
