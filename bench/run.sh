@@ -27,6 +27,7 @@ run() { # name, ranks, args...
 }
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
+  run allgather "$ngpu" allgather
 else
   echo "primitives: needs 2 GPUs, skipped"
 fi

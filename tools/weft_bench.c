@@ -2,12 +2,13 @@
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
  * Usage: weftrun -n N weft-bench <suite> [-b min] [-e max] [-f factor] [-n iters] [-w warmup]
  *                                       [-c check] [-d dtype] [-a algo] [-J file.json]
- * Suites: primitives (barrier, signal ping-pong, put bandwidth).
+ * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather (beside NCCL).
  */
 #include <stdio.h>
 #include <string.h>
 
 int main_primitives(int argc, char **argv);
+int main_allgather(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -15,6 +16,7 @@ static const struct {
   const char *what;
 } suites[] = {
     {"primitives", main_primitives, "barrier_all latency, signal ping-pong, put bandwidth"},
+    {"allgather", main_allgather, "weft_allgather beside ncclAllGather (-a auto|ce|sm|ll)"},
 };
 
 int main(int argc, char **argv) {
