@@ -1,15 +1,17 @@
 /*
  * bench_collectives.c — `weft-bench allgather`: weft beside NCCL in the same process and run,
  * nccl-tests columns. For every size: both ops are checked once bit for bit on fresh data (output
- * poisoned first), then timed interleaved (weft, NCCL, weft, ...), -n iterations each after -w
- * warm-up, each iteration one call between events on the same stream; medians; the slowest rank
- * is reported. Sizes are totals (the gathered array), as nccl-tests prints them.
+ * poisoned first), then timed interleaved (weft, NCCL, weft, ...), -n samples each after -w
+ * warm-up, each sample BATCH calls back to back between events on one stream (nccl-tests'
+ * way); medians; the slowest rank is reported. Sizes are totals (the gathered array), as nccl-tests prints them.
  */
 #include <string.h>
 
 #include <nccl.h>
 
 #include "bench.h"
+
+#define BATCH 10 /* calls per timed sample */
 
 #define NCCL_CHECK(call)                                                                  \
   do {                                                                                    \
@@ -94,19 +96,23 @@ int main_allgather(int argc, char **argv) {
     for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
     b.wrong += wrong[0];
     round++;
-    /* time, interleaved */
+    /* Time, interleaved: each sample is BATCH calls back to back between two events (as
+     * nccl-tests times), weft's batch then NCCL's; a host barrier before each batch. */
     for (int i = -b.opt.warmup; i < n; i++) {
       for (int which = 0; which < 2; which++) {
+        BENCH_CHECK(weft_comm_barrier(b.comm));
         BENCH_CU(cuEventRecord(e0, b.stream));
-        if (which == 0)
-          BENCH_CHECK(weft_allgather(b.comm, (void *)(uintptr_t)send, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
-        else
-          NCCL_CHECK(ncclAllGather((void *)(uintptr_t)send, (void *)(uintptr_t)nrecv, per, ncclUint8, nc, b.stream));
+        for (int c = 0; c < BATCH; c++) {
+          if (which == 0)
+            BENCH_CHECK(weft_allgather(b.comm, (void *)(uintptr_t)send, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
+          else
+            NCCL_CHECK(ncclAllGather((void *)(uintptr_t)send, (void *)(uintptr_t)nrecv, per, ncclUint8, nc, b.stream));
+        }
         BENCH_CU(cuEventRecord(e1, b.stream));
         BENCH_CU(cuEventSynchronize(e1));
         float ms;
         BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
-        if (i >= 0) (which ? tn : tw)[i] = ms * 1e3;
+        if (i >= 0) (which ? tn : tw)[i] = ms * 1e3 / BATCH;
       }
     }
     double us_w = bench_max_across_ranks(&b, bench_median(tw, n));
