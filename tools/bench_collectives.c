@@ -74,6 +74,8 @@ int main_allgather(int argc, char **argv) {
            "size", "count", "type", "weft", "algbw", "busbw", "#wrong", "nccl", "algbw", "busbw",
            "#wrong", "speedup");
   unsigned round = 0;
+  /* WEFT_BENCH_IN_PLACE=1: weft gathers in place (its send is its own slot of recv). */
+  int in_place = getenv("WEFT_BENCH_IN_PLACE") && !strcmp(getenv("WEFT_BENCH_IN_PLACE"), "1");
   for (size_t total = b.opt.min_bytes; total <= maxb; total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
     size_t per = total / (size_t)b.world;
     if (per == 0) continue;
@@ -84,10 +86,12 @@ int main_allgather(int argc, char **argv) {
     memcpy(hsend, want + (size_t)b.rank * per, per);
     BENCH_CU(cuMemcpyHtoD(send, hsend, per));
     BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)recv, 0xEE, tot));
+    void *wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)send;
+    if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)wsend, hsend, per));
     BENCH_CU(cuMemsetD8(nrecv, 0xEE, tot));
     BENCH_CU(cuStreamSynchronize(NULL));
     BENCH_CHECK(weft_comm_barrier(b.comm));
-    BENCH_CHECK(weft_allgather(b.comm, (void *)(uintptr_t)send, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
+    BENCH_CHECK(weft_allgather(b.comm, wsend, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
     NCCL_CHECK(ncclAllGather((void *)(uintptr_t)send, (void *)(uintptr_t)nrecv, per, ncclUint8, nc, b.stream));
     BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
     BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
@@ -104,7 +108,7 @@ int main_allgather(int argc, char **argv) {
         BENCH_CU(cuEventRecord(e0, b.stream));
         for (int c = 0; c < BATCH; c++) {
           if (which == 0)
-            BENCH_CHECK(weft_allgather(b.comm, (void *)(uintptr_t)send, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
+            BENCH_CHECK(weft_allgather(b.comm, wsend, recv, per, WEFT_DTYPE_UINT8, algo, b.stream));
           else
             NCCL_CHECK(ncclAllGather((void *)(uintptr_t)send, (void *)(uintptr_t)nrecv, per, ncclUint8, nc, b.stream));
         }

@@ -5,6 +5,9 @@
  */
 #include "ops.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "../jit/jit.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
@@ -36,6 +39,9 @@ static unsigned pow2_floor(unsigned long long v) {
   return p;
 }
 
+/* Copy-engine AllGather. Push: my chunk into every peer's recv. Pull (when my chunk is in place,
+ * so that every peer's is too): every peer's chunk from its recv into mine; then the reading
+ * GPU's engines do the work. WEFT_AG_CE=pull|push overrides the choice (for measurements). */
 static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                                     CUstream stream) {
   weft_ops_t *o = &comm->ops;
@@ -46,14 +52,23 @@ static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *r
    * streams at once, so that all copy engines work. */
   WEFT_CU(comm, cuEventRecord(o->fork, stream));
   for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) WEFT_CU(comm, cuStreamWaitEvent(o->side[i], o->fork, 0));
+  int in_place = send == recv + (size_t)comm->local_rank * bytes;
+  const char *mode = getenv("WEFT_AG_CE");
+  int pull = in_place && !(mode && !strcmp(mode, "push"));
   for (int k = 0; k < comm->local_world; k++) {
     /* Start with the next rank, so that ranks do not all hit one GPU first. */
     int l = (comm->local_rank + 1 + k) % comm->local_world;
     CUstream s = k % (WEFT_OPS_SIDE_STREAMS + 1) == 0 ? stream : o->side[k % (WEFT_OPS_SIDE_STREAMS + 1) - 1];
-    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes) -
-                      comm->heap.mine + comm->heap.base + (uint64_t)l * comm->heap.stride;
-    if (dst != (CUdeviceptr)(uintptr_t)send) /* in place: the local chunk is already there */
-      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)send, bytes, s));
+    uint64_t peer_base = comm->heap.base + (uint64_t)l * comm->heap.stride - comm->heap.mine;
+    if (pull) {
+      if (l == comm->local_rank) continue;
+      CUdeviceptr chunk = (CUdeviceptr)(uintptr_t)(recv + (size_t)l * bytes);
+      WEFT_CU(comm, cuMemcpyAsync(chunk, chunk + peer_base, bytes, s));
+    } else {
+      CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes) + peer_base;
+      if (dst != (CUdeviceptr)(uintptr_t)send) /* in place: the local chunk is already there */
+        WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)send, bytes, s));
+    }
   }
   for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
     WEFT_CU(comm, cuEventRecord(o->join[i], o->side[i]));
