@@ -12,8 +12,8 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
-/* Below this per-rank size the SM kernel beats the copy engines' start-up; measured on H200. */
-#define AG_SM_MAX_BYTES (1ull << 20)
+/* Two ranks: above this per-rank size the copy engines beat SM stores (H200 x2). */
+#define AG_CE_MIN_BYTES_2RANKS (1ull << 20)
 #define AG_THREADS 512
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
@@ -91,10 +91,14 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
            "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf,
            bytes * (size_t)comm->world);
+  /* Measured on H200 x4 / x2 (bench/results): LL wins up to its limit; above it SM stores beat
+   * the copy engines once three or more GPUs push at once (copy-engine pushes from every GPU
+   * to every peer reached only ~210 GB/s bus bandwidth at 4 ranks against ~340 for SMs), while
+   * two GPUs' engines reach ~350. */
   if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= WEFT_ALLGATHER_LL_MAX_BYTES / 4 ? WEFT_ALGO_LL
-           : bytes <= AG_SM_MAX_BYTES               ? WEFT_ALGO_SM
-                                                    : WEFT_ALGO_COPY_ENGINE;
+    algo = bytes <= WEFT_ALLGATHER_LL_MAX_BYTES                       ? WEFT_ALGO_LL
+           : comm->local_world == 2 && bytes > AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
+                                                                      : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLGATHER_LL_MAX_BYTES,
            "WEFT_ALGO_LL takes at most %u bytes per rank, not %zu", WEFT_ALLGATHER_LL_MAX_BYTES, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
