@@ -232,7 +232,7 @@ typedef enum weft_algo {
 } weft_algo_t;
 
 /* The largest per-rank chunk WEFT_ALGO_LL takes (bytes). */
-#define WEFT_ALLGATHER_LL_MAX_BYTES (64u << 10)
+#define WEFT_ALLGATHER_LL_MAX_BYTES (256u << 10)
 
 /* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
  * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
