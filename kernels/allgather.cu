@@ -11,8 +11,6 @@
  *                                 sends slice b / world of this rank's chunk to rank b % world
  *                                 once that rank is ready, then counts it in the receiver's done
  *                                 flag; then waits for rank b % world's slices to it.
- *   hybrid (large chunks, 3+ ranks): weft_ag_enter, then the SM kernel on the head of every
- *                                 chunk while the copy engines push the tails, then weft_ag_exit.
  *   weft_ag_ll                    LL push for small chunks: data and epoch flag in each 16-byte
  *                                 line, into a double-buffered LL area (parity of e); no
  *                                 handshake at all.
@@ -42,11 +40,7 @@ extern "C" __global__ void weft_ag_exit(void) {
   if (threadIdx.x == 0) weft_epoch_finish(AG_SLOT, e);
 }
 
-/* head: the first head bytes of each chunk go by SM stores (the rest, if any, by the copy
- * engines between weft_ag_enter and weft_ag_exit, which then own the AllGather epoch: finish
- * is 0). */
-extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned long long bytes,
-                                      unsigned long long head, int finish) {
+extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned long long bytes) {
   int world = weft_state.local_world, me = weft_state.local_rank;
   int peer = blockIdx.x % world, slices = gridDim.x / world, slice = blockIdx.x / world;
   weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_SM);
@@ -54,10 +48,10 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
   if (threadIdx.x == 0) weft_op_wait(WEFT_FLAGS_AG_READY, peer, e, "allgather(ready)");
   __syncthreads();
   /* Slices are 4 KiB multiples so that aligned buffers stay aligned slice by slice. */
-  unsigned long long per = ((head + slices - 1) / slices + 4095) & ~4095ull;
+  unsigned long long per = ((bytes + slices - 1) / slices + 4095) & ~4095ull;
   unsigned long long off = per * slice;
-  if (off < head) {
-    unsigned long long n = head - off < per ? head - off : per;
+  if (off < bytes) {
+    unsigned long long n = bytes - off < per ? bytes - off : per;
     char *dst = (char *)weft_remote_ptr(recv + (unsigned long long)me * bytes + off,
                                         weft_state.node_first_rank + peer);
     weft_copy_group(dst, send + off, n, threadIdx.x, blockDim.x);
@@ -69,7 +63,7 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
     weft_red_release((weft_u64_t *)weft_remote_ptr(done, weft_state.node_first_rank + peer),
                      AG_UNITS / slices);
     weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * AG_UNITS, "allgather(sm)");
-    if (finish) weft_epoch_finish(AG_SLOT, e);
+    weft_epoch_finish(AG_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_AG_SM, c);
   }
 }

@@ -16,15 +16,6 @@
  * 340 GB/s bus bandwidth at 128 MiB per rank, 291 against 311 at 32 MiB). */
 #define AG_CE_MIN_BYTES_2RANKS (64ull << 20)
 #define AG_THREADS_SM 1024
-/* From this per-rank size on (3+ ranks), the copy engines carry a share of an SM AllGather. */
-#define AG_HYBRID_MIN_BYTES (4ull << 20)
-
-/* The copy engines' share in the hybrid: WEFT_AG_CE_FRACTION (for measurements), else 0.25. */
-static double ag_ce_fraction(void) {
-  const char *f = getenv("WEFT_AG_CE_FRACTION");
-  double v = f ? atof(f) : 0.25;
-  return v >= 0 && v < 1 ? v : 0.25;
-}
 #define AG_THREADS_LL 512
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
@@ -53,60 +44,34 @@ static unsigned pow2_floor(unsigned long long v) {
 /* Copy-engine AllGather. Push: my chunk into every peer's recv. Pull (when my chunk is in place,
  * so that every peer's is too): every peer's chunk from its recv into mine; then the reading
  * GPU's engines do the work. WEFT_AG_CE=pull|push overrides the choice (for measurements). */
-/* The SM kernel on the first head bytes of every chunk; finish: it owns the call's epoch. */
-static weft_status_t ag_sm(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
-                           size_t head, int finish, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
-  cfg.block[0] = AG_THREADS_SM;
-  unsigned max_slices = pow2_floor((unsigned long long)o->sms / (unsigned)comm->local_world);
-  if (max_slices > 32) max_slices = 32;
-  /* about 256 KiB per block, at most one block per SM */
-  unsigned slices = pow2_floor(head / (256u << 10) ? head / (256u << 10) : 1);
-  cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
-  unsigned long long n = bytes, h = head;
-  void *args[] = {(void *)&send, &recv, &n, &h, &finish};
-  return weft_kernel_launch(o->ag_sm, &cfg, args, (weft_stream_t)stream);
-}
-
-/* The copy-engine part of an AllGather: chunk bytes [from, bytes) of every rank, between
- * weft_ag_enter and weft_ag_exit. Push: my chunk into every peer's recv. Pull (when my chunk is
- * in place, so that every peer's is too): every peer's chunk from its recv into mine.
- * WEFT_AG_CE=pull|push overrides the choice (for measurements). With sm_head > 0 the SM kernel
- * moves the first sm_head bytes of every chunk on the caller's stream meanwhile. */
 static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
-                                    size_t sm_head, CUstream stream) {
+                                    CUstream stream) {
   weft_ops_t *o = &comm->ops;
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
   WEFT_CHECK(weft_kernel_launch(o->ag_enter, &one, NULL, stream));
-  /* Fork: the copies run on the side streams (and on the caller's, when no SM kernel is
-   * there), so that all copy engines work. */
+  /* Fork: the copies to the peers (and the local one) run on the caller's stream and the side
+   * streams at once, so that all copy engines work. */
   WEFT_CU(comm, cuEventRecord(o->fork, stream));
   for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) WEFT_CU(comm, cuStreamWaitEvent(o->side[i], o->fork, 0));
   int in_place = send == recv + (size_t)comm->local_rank * bytes;
   const char *mode = getenv("WEFT_AG_CE");
   int pull = in_place && !(mode && !strcmp(mode, "push"));
-  int nstreams = WEFT_OPS_SIDE_STREAMS + (sm_head ? 0 : 1);
-  size_t n = bytes - sm_head;
   for (int k = 0; k < comm->local_world; k++) {
     /* Start with the next rank, so that ranks do not all hit one GPU first. */
     int l = (comm->local_rank + 1 + k) % comm->local_world;
-    int si = k % nstreams;
-    CUstream s = sm_head ? o->side[si] : si == 0 ? stream : o->side[si - 1];
+    CUstream s = k % (WEFT_OPS_SIDE_STREAMS + 1) == 0 ? stream : o->side[k % (WEFT_OPS_SIDE_STREAMS + 1) - 1];
     uint64_t peer_base = comm->heap.base + (uint64_t)l * comm->heap.stride - comm->heap.mine;
     if (pull) {
       if (l == comm->local_rank) continue;
-      CUdeviceptr chunk = (CUdeviceptr)(uintptr_t)(recv + (size_t)l * bytes + sm_head);
-      WEFT_CU(comm, cuMemcpyAsync(chunk, chunk + peer_base, n, s));
+      CUdeviceptr chunk = (CUdeviceptr)(uintptr_t)(recv + (size_t)l * bytes);
+      WEFT_CU(comm, cuMemcpyAsync(chunk, chunk + peer_base, bytes, s));
     } else {
-      CUdeviceptr dst =
-          (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes + sm_head) + peer_base;
-      if (dst != (CUdeviceptr)(uintptr_t)(send + sm_head)) /* in place: already there */
-        WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)(send + sm_head), n, s));
+      CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes) + peer_base;
+      if (dst != (CUdeviceptr)(uintptr_t)send) /* in place: the local chunk is already there */
+        WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)send, bytes, s));
     }
   }
-  if (sm_head) WEFT_CHECK(ag_sm(comm, send, recv, bytes, sm_head, 0, stream));
   for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
     WEFT_CU(comm, cuEventRecord(o->join[i], o->side[i]));
     WEFT_CU(comm, cuStreamWaitEvent(stream, o->join[i], 0));
@@ -143,21 +108,20 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   char *recv = recvbuf;
   CUstream s = (CUstream)stream;
   weft_ops_t *o = &comm->ops;
-  if (algo == WEFT_ALGO_COPY_ENGINE) return ag_copy_engine(comm, send, recv, bytes, 0, s);
-  if (algo == WEFT_ALGO_SM) {
-    /* Large chunks among 3+ ranks: the copy engines take a share of every chunk meanwhile (the
-     * SM stores alone left NVLink bandwidth unused; see bench/results). */
-    if (comm->local_world > 2 && bytes >= AG_HYBRID_MIN_BYTES) {
-      size_t head = (size_t)((double)bytes * (1.0 - ag_ce_fraction())) & ~(size_t)4095;
-      return ag_copy_engine(comm, send, recv, bytes, head, s);
-    }
-    return ag_sm(comm, send, recv, bytes, bytes, 1, s);
-  }
+  if (algo == WEFT_ALGO_COPY_ENGINE) return ag_copy_engine(comm, send, recv, bytes, s);
 
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned max_slices = pow2_floor((unsigned long long)o->sms / (unsigned)comm->local_world);
   if (max_slices > 32) max_slices = 32;
   unsigned long long n = bytes;
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  if (algo == WEFT_ALGO_SM) {
+    /* about 256 KiB per block, at most one block per SM */
+    cfg.block[0] = AG_THREADS_SM;
+    unsigned slices = pow2_floor(bytes / (256u << 10) ? bytes / (256u << 10) : 1);
+    cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
+    void *args[] = {(void *)&send, &recv, &n};
+    return weft_kernel_launch(o->ag_sm, &cfg, args, stream);
+  }
   /* LL: about 2 lines per thread */
   unsigned long long lines = (bytes + 7) / 8;
   cfg.block[0] = AG_THREADS_LL;
