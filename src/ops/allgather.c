@@ -15,7 +15,7 @@
 /* Two ranks: from this per-rank size on the copy engines beat SM stores (H200 x2: 360 against
  * 340 GB/s bus bandwidth at 128 MiB per rank, 291 against 311 at 32 MiB). */
 #define AG_CE_MIN_BYTES_2RANKS (64ull << 20)
-#define AG_THREADS_SM 1024
+#define AG_THREADS_SM 512
 #define AG_THREADS_LL 512
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
