@@ -24,14 +24,7 @@ static __device__ __forceinline__ unsigned weft_ll_load8(const weft_u64_t *src, 
   for (unsigned spins = 0;; spins++) {
     asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(w) : "l"(src) : "memory");
     if ((unsigned)(w >> 32) == flag) return (unsigned)w;
-    if ((spins & 1023) == 1023) {
-      weft_u64_t now = weft_globaltimer();
-      if (!start) start = now;
-      const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
-      if ((ab && *ab) || (weft_state.timeout_ns && now - start > weft_state.timeout_ns))
-        weft_wait_fail(ab && *ab ? WEFT_DEVICE_ERROR_ABORTED : WEFT_DEVICE_ERROR_TIMEOUT,
-                       "ll_load8", -1, src, WEFT_CMP_EQ, flag, w >> 32, now - start);
-    }
+    weft_spin_check(spins, &start, "ll_load8", -1, src, WEFT_CMP_EQ, flag, w >> 32);
   }
 }
 
@@ -49,15 +42,8 @@ static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, uns
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1) : "l"(src) : "memory");
     if (f0 == flag && f1 == flag) return ((weft_u64_t)d1 << 32) | d0;
-    if ((spins & 1023) == 1023) {
-      weft_u64_t now = weft_globaltimer();
-      if (!start) start = now;
-      const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
-      if ((ab && *ab) || (weft_state.timeout_ns && now - start > weft_state.timeout_ns))
-        weft_wait_fail(ab && *ab ? WEFT_DEVICE_ERROR_ABORTED : WEFT_DEVICE_ERROR_TIMEOUT,
-                       "ll_load16", -1, (const weft_u64_t *)src, WEFT_CMP_EQ, flag,
-                       f0 != flag ? f0 : f1, now - start);
-    }
+    weft_spin_check(spins, &start, "ll_load16", -1, (const weft_u64_t *)src, WEFT_CMP_EQ, flag,
+                    f0 != flag ? f0 : f1);
   }
 }
 

@@ -110,24 +110,33 @@ static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *
   asm volatile("trap;");
 }
 
+/* Call on every spin of a wait: every 1024 spins it checks the abort flag and the deadline
+ * (weft_state.timeout_ns from *start, which it sets on the first check) and reports and traps
+ * on either. op, peer, sig, cmp, expected and observed only describe the wait in the report. */
+static __device__ __forceinline__ void weft_spin_check(unsigned spins, weft_u64_t *start,
+                                                       const char *op, int peer,
+                                                       const weft_u64_t *sig, int cmp,
+                                                       weft_u64_t expected, weft_u64_t observed) {
+  if ((spins & 1023) != 1023) return;
+  weft_u64_t now = weft_globaltimer();
+  if (!*start) *start = now;
+  const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
+  if (ab && *ab)
+    weft_wait_fail(WEFT_DEVICE_ERROR_ABORTED, op, peer, sig, cmp, expected, observed, now - *start);
+  if (weft_state.timeout_ns && now - *start > weft_state.timeout_ns)
+    weft_wait_fail(WEFT_DEVICE_ERROR_TIMEOUT, op, peer, sig, cmp, expected, observed, now - *start);
+}
+
 /* Spins until *sig cmp value holds (acquire), bounded by weft_state.timeout_ns and by the abort
  * flag. op and peer only describe the wait in the report. Returns the value seen. */
 static __device__ __forceinline__ weft_u64_t weft_wait_until(const weft_u64_t *sig, int cmp,
                                                             weft_u64_t value, const char *op,
                                                             int peer) {
-  weft_u64_t v = weft_ld_acquire(sig);
-  if (weft_cmp(v, cmp, value)) return v;
-  weft_u64_t start = weft_globaltimer();
-  for (unsigned spins = 1;; spins++) {
-    v = weft_ld_acquire(sig);
+  weft_u64_t start = 0;
+  for (unsigned spins = 0;; spins++) {
+    weft_u64_t v = weft_ld_acquire(sig);
     if (weft_cmp(v, cmp, value)) return v;
-    if ((spins & 1023) == 0) {
-      weft_u64_t waited = weft_globaltimer() - start;
-      const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
-      if (ab && *ab) weft_wait_fail(WEFT_DEVICE_ERROR_ABORTED, op, peer, sig, cmp, value, v, waited);
-      if (weft_state.timeout_ns && waited > weft_state.timeout_ns)
-        weft_wait_fail(WEFT_DEVICE_ERROR_TIMEOUT, op, peer, sig, cmp, value, v, waited);
-    }
+    weft_spin_check(spins, &start, op, peer, sig, cmp, value, v);
   }
 }
 
