@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds dev/gemm/gemm_dev and runs the GEMM suites on the GPU machine; logs under $OUT (or
+# ./gpu-logs); a short table last. Usage: bash dev/gemm/run_device.sh [suites...]
+# (default: correct hooks variants perf small layouts timeout)
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+cd "$(dirname "$0")/../.."
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+suites=${*:-correct hooks variants perf small layouts timeout}
+{ date -u; hostname; nvidia-smi -L; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv; nvcc --version | tail -1; } > "$out/machine.txt" 2>&1
+t0=$(date +%s)
+nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
+  > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
+echo "build $(( $(date +%s) - t0 )) s" > "$out/summary.txt"
+for s in $suites; do
+  t1=$(date +%s)
+  timeout 240 "$out/gemm_dev" --suite "$s" --json "$out/$s.json" > "$out/$s.log" 2>&1
+  rc=$?
+  echo "suite $s rc=$rc $(( $(date +%s) - t1 )) s: $(tail -1 "$out/$s.log")" >> "$out/summary.txt"
+done
+cat "$out/machine.txt" | tail -3
+echo "---- failures / probes"
+grep -h "FAIL\|probe\|ptxas\|error\|rror" "$out"/*.log | grep -v "^  check.* ok$" | head -40
+echo "---- hooks"; grep -h "hooks" "$out/hooks.log" 2>/dev/null
+echo "---- timeout"; cat "$out/timeout.log" 2>/dev/null | tail -4
+echo "---- perf (impl, us, TFLOP/s, ratio vs cuBLAS)"
+grep -h "^  \(ladder\|big\|small\|dtype\) " "$out"/variants.log "$out"/perf.log "$out"/small.log "$out"/layouts.log 2>/dev/null \
+  | sed 's/  */ /g' | cut -c1-150
+echo "---- summary"; cat "$out/summary.txt"

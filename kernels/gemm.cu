@@ -1,0 +1,882 @@
+/*
+ * kernels/gemm.cu — weft's Hopper (sm_90a) GEMM: C[M,N] = A[M,K] * op(B), bf16/fp16 inputs, fp32
+ * accumulation, bf16/fp16/fp32 output, with the overlap hooks (per-tile wait, per-tile notify,
+ * tile-order table, SM budget) compiled in only when asked for. Compiled at run time by NVRTC
+ * (--gpu-architecture=sm_90a, -I <weft include dir>); specialisations are chosen by -D defines.
+ * C-style CUDA C, no system or CUDA headers: every Hopper feature is inline PTX.
+ *
+ * Design (the fast.cu ladder, written anew): TMA loads with 128-byte swizzle into a ring of
+ * WEFT_GEMM_STAGES stages guarded by full/empty mbarriers; one producer warpgroup (one thread
+ * issues TMA, setmaxnreg.dec) and two consumer warpgroups (wgmma m64nWG_Nk16, setmaxnreg.inc);
+ * a persistent grid striding over tiles in a grouped (device-computed) or host-table order;
+ * optional 2x1 clusters where the two CTAs (consecutive M tiles, same N tile) each load half of
+ * the B tile and multicast it to both; epilogue stmatrix (16-bit out) or st.shared.v2 (fp32 out)
+ * into 128B-swizzled staging boxes of 64 rows x 128 bytes, then TMA stores. A split-K mode
+ * (small M / decode) reduces partial tiles through an fp32 workspace: the last CTA of a tile
+ * (per-tile counter) sums the partials in split order (deterministic) and writes C.
+ *
+ * ------------------------------------------------------------------------------------------
+ * LAUNCH CONTRACT (for src/ops/gemm.c)
+ * ------------------------------------------------------------------------------------------
+ * Entry points (extern "C"):
+ *   weft_gemm               the GEMM (one per -D specialisation)
+ *   weft_gemm_zero_counters optional helper: zero `n` u32 counters (split-K counters start at 0
+ *                           and are reset to 0 by the kernel itself after each use)
+ *
+ * Defines (all optional; default in brackets):
+ *   WEFT_GEMM_BM         [128] tile rows: 128 (2 consumer WGs x 64 rows) or 64 (the 2 consumer
+ *                        WGs split the tile's N: 64 x BN/2 each; small M)
+ *   WEFT_GEMM_BN         [256] tile cols: 128, 256 (BM=128); 128, 256, 384 -> no: 128 or 256
+ *                        (BM=64, then each WG has BN/2 = 64 or 128 cols). Per-WG width WG_N =
+ *                        BN (BM=128) or BN/2 (BM=64) must be 64, 128, 192 or 256.
+ *   WEFT_GEMM_STAGES     [4] smem ring depth (2..8; see the smem formula below)
+ *   WEFT_GEMM_DTYPE_IN   [0] 0 = bf16, 1 = fp16 (A and B the same)
+ *   WEFT_GEMM_OUT        [0] 0 = bf16, 1 = fp16, 2 = fp32
+ *   WEFT_GEMM_B_KMAJOR   [1] 1: B is [N,K] row-major (K contiguous, "weights", C = A B^T);
+ *                        0: B is [K,N] row-major (N contiguous, C = A B)
+ *   WEFT_GEMM_CLUSTER_M  [1] 1 or 2: 2x1 cluster along M, B multicast (needs BM=128, no split-K)
+ *   WEFT_GEMM_GROUP      [8] grouped-raster group size, in tile-rows of CLUSTER_M*BM rows
+ *   WEFT_GEMM_EPI_BUFS   [2] staging boxes per consumer WG (8 KiB each); a WG's output of
+ *                        64 x WG_N is written as WG_N*outsize/128 boxes, EPI_BUFS at a time
+ *   WEFT_GEMM_ORDER_TABLE [0] 1: tile order from order_table[] (see params)
+ *   WEFT_GEMM_HOOK_WAIT  [0] 1: per-tile wait on wait_signals[] before the tile's first load
+ *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
+ *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
+ *                        counter), 0: red.release.gpu (only this GPU reads it)
+ *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
+ *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets
+ *
+ * Kernel parameters, in order:
+ *   0  const weft_gemm_tmap_t tm_a      (__grid_constant__, 128-byte CUtensorMap by value)
+ *   1  const weft_gemm_tmap_t tm_b
+ *   2  const weft_gemm_tmap_t tm_c      (unused with SPLITK: pass any valid map, e.g. tm_a)
+ *   3  void *c                          C base pointer (used by SPLITK only; else may be NULL)
+ *   4  int M, 5 int N, 6 int K
+ *   7  const int *order_table           ORDER_TABLE: position -> row-major cluster-tile index
+ *                                       (ctm * tiles_n + tn, ctm in tile-rows of CLUSTER_M*BM
+ *                                       rows, tiles_n = ceil(N/BN)); length ceil(ceil(M/BM)/
+ *                                       CLUSTER_M) * tiles_n (weft_gemm_order_*_fill build it)
+ *   8  int order_rotate_m               device grouped order: first cluster tile-row (0 = none)
+ *   9  const unsigned long long *wait_signals  HOOK_WAIT: signal s covers A rows
+ *                                       [s*wait_rows_per_signal, (s+1)*wait_rows_per_signal)
+ *  10  int wait_rows_per_signal
+ *  11  unsigned long long wait_expected  the wait passes when signal >= expected (epochs)
+ *  12  unsigned long long timeout_ns     deadline of each wait (%globaltimer); on expiry the
+ *                                       kernel prints op, tile, signal, expected, observed, traps
+ *  13  unsigned long long *notify_counters  HOOK_NOTIFY: each consumer WG adds 1 after its
+ *                                       64-row sub-tile is stored, on counter
+ *                                       [sub-tile first row / notify_rows_per_counter]; one
+ *                                       full tile adds 2 (BM=128: one per 64-row half; BM=64:
+ *                                       one per BN/2-col half). Sub-tiles wholly past M add 0.
+ *  14  int notify_rows_per_counter
+ *  15  float *splitk_ws                 SPLITK: k_splits * M * N floats
+ *  16  unsigned int *splitk_counters    SPLITK: ceil(M/BM) * ceil(N/BN) u32, zero before the
+ *                                       first launch (the kernel leaves them zero again)
+ *  17  int k_splits                     SPLITK: 1 <= k_splits <= ceil(K/64); 1 otherwise
+ *
+ * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
+ * interleave none, L2 promotion 256B, OOB fill none (zeros)):
+ *   tm_a: dims {K, M}, strides {K*2}, box {64, BM}
+ *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
+ *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
+ *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64}
+ * Requirements: K % 8 == 0 (TMA strides), N % 8 == 0 (C's and [K,N] B's row strides are
+ * 16-byte multiples), all base pointers 16-byte aligned. M any. SPLITK: N % 2 == 0.
+ *
+ * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of CLUSTER_M, at
+ * most the number of co-resident CTAs = SMs, one CTA per SM); cluster dims {CLUSTER_M, 1, 1};
+ * dynamic smem (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it):
+ *   STAGES * (BM*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 16 + 1024
+ * (the 1024 is alignment slack; must be <= 232448).
+ * Every CTA strides over work items p = cluster_id, cluster_id + num_clusters, ... with
+ * num_tiles = ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items.
+ *
+ * Recommended configurations (measured: dev/gemm/NOTES.md):
+ *   M >= 256:  BM=128 BN=256 STAGES=4 EPI_BUFS=2 CLUSTER_M=2, grid = SMs (132 on H100/H200)
+ *              (fp32 out: the same, 8 boxes written 2 at a time)
+ *   M <= 128:  SPLITK=1, BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1,
+ *              k_splits so that tiles * k_splits is about the SM count (dev/gemm/gemm_dev.cu:
+ *              choose_config()).
+ */
+#include "weft/gemm_order.h"
+#include "weft/state.h"
+
+#ifndef WEFT_GEMM_BM
+#define WEFT_GEMM_BM 128
+#endif
+#ifndef WEFT_GEMM_BN
+#define WEFT_GEMM_BN 256
+#endif
+#ifndef WEFT_GEMM_STAGES
+#define WEFT_GEMM_STAGES 4
+#endif
+#ifndef WEFT_GEMM_DTYPE_IN
+#define WEFT_GEMM_DTYPE_IN 0
+#endif
+#ifndef WEFT_GEMM_OUT
+#define WEFT_GEMM_OUT 0
+#endif
+#ifndef WEFT_GEMM_B_KMAJOR
+#define WEFT_GEMM_B_KMAJOR 1
+#endif
+#ifndef WEFT_GEMM_CLUSTER_M
+#define WEFT_GEMM_CLUSTER_M 1
+#endif
+#ifndef WEFT_GEMM_GROUP
+#define WEFT_GEMM_GROUP 8
+#endif
+#ifndef WEFT_GEMM_EPI_BUFS
+#define WEFT_GEMM_EPI_BUFS 2
+#endif
+#ifndef WEFT_GEMM_ORDER_TABLE
+#define WEFT_GEMM_ORDER_TABLE 0
+#endif
+#ifndef WEFT_GEMM_HOOK_WAIT
+#define WEFT_GEMM_HOOK_WAIT 0
+#endif
+#ifndef WEFT_GEMM_HOOK_NOTIFY
+#define WEFT_GEMM_HOOK_NOTIFY 0
+#endif
+#ifndef WEFT_GEMM_NOTIFY_SYS
+#define WEFT_GEMM_NOTIFY_SYS 0
+#endif
+#ifndef WEFT_GEMM_SPLITK
+#define WEFT_GEMM_SPLITK 0
+#endif
+#ifndef WEFT_GEMM_TIMEOUT_PRINTF
+#define WEFT_GEMM_TIMEOUT_PRINTF 0
+#endif
+#ifndef WEFT_GEMM_PRODUCER_REGS
+#define WEFT_GEMM_PRODUCER_REGS 40
+#endif
+#ifndef WEFT_GEMM_CONSUMER_REGS
+#define WEFT_GEMM_CONSUMER_REGS 232
+#endif
+/* Debug only: swap LBO/SBO of the N-major B descriptor. */
+#ifndef WEFT_GEMM_MN_SWAP
+#define WEFT_GEMM_MN_SWAP 0
+#endif
+
+#define WEFT_GEMM_BK 64
+#define WEFT_GEMM_WG_N (WEFT_GEMM_BM == 128 ? WEFT_GEMM_BN : WEFT_GEMM_BN / 2)
+#define WEFT_GEMM_OUT_SIZE (WEFT_GEMM_OUT == 2 ? 4 : 2)
+#define WEFT_GEMM_BOX_COLS (128 / WEFT_GEMM_OUT_SIZE)
+#define WEFT_GEMM_EPI_BOXES (WEFT_GEMM_WG_N * WEFT_GEMM_OUT_SIZE / 128)
+#define WEFT_GEMM_A_BYTES (WEFT_GEMM_BM * WEFT_GEMM_BK * 2)
+#define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
+#define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
+#if WEFT_GEMM_SPLITK
+#define WEFT_GEMM_EPI_BYTES 0
+#else
+#define WEFT_GEMM_EPI_BYTES (2 * WEFT_GEMM_EPI_BUFS * 8192)
+#endif
+
+#if WEFT_GEMM_BM != 128 && WEFT_GEMM_BM != 64
+#error "WEFT_GEMM_BM must be 64 or 128"
+#endif
+#if WEFT_GEMM_WG_N != 64 && WEFT_GEMM_WG_N != 128 && WEFT_GEMM_WG_N != 192 && WEFT_GEMM_WG_N != 256
+#error "per-warpgroup N (BN, or BN/2 when BM=64) must be 64, 128, 192 or 256"
+#endif
+#if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
+#error "WEFT_GEMM_CLUSTER_M must be 1 or 2"
+#endif
+#if WEFT_GEMM_CLUSTER_M == 2 && (WEFT_GEMM_SPLITK || WEFT_GEMM_BM != 128)
+#error "2x1 clusters need BM=128 and no split-K"
+#endif
+#if !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_BN % (64 * WEFT_GEMM_CLUSTER_M))
+#error "N-major B needs BN a multiple of 64 per cluster CTA"
+#endif
+#if !WEFT_GEMM_SPLITK && (WEFT_GEMM_EPI_BOXES % WEFT_GEMM_EPI_BUFS)
+#error "WEFT_GEMM_EPI_BUFS must divide the number of output boxes per warpgroup"
+#endif
+
+#if WEFT_GEMM_DTYPE_IN == 0
+#define WEFT_GEMM_WGMMA_TYPES "f32.bf16.bf16"
+#else
+#define WEFT_GEMM_WGMMA_TYPES "f32.f16.f16"
+#endif
+#define WEFT_GEMM_TRANS_B (1 - WEFT_GEMM_B_KMAJOR)
+#define WEFT_GEMM_STR2(x) #x
+#define WEFT_GEMM_STR(x) WEFT_GEMM_STR2(x)
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+/* CUtensorMap (no cuda.h under NVRTC): 128 opaque bytes, 64-byte aligned. */
+typedef struct __align__(64) weft_gemm_tmap { u64 v[16]; } weft_gemm_tmap_t;
+
+/* ---------------------------------------------------------------------------------------- */
+/* PTX wrappers                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+__device__ __forceinline__ u32 weft_gemm_smem(const void *p) {
+  return (u32)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void weft_gemm_mbar_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_mbar_wait(u32 bar, u32 parity) {
+  u32 ok;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!ok);
+}
+
+/* Arrive on the barrier at the same smem offset in CTA `cta` of the cluster (itself included). */
+__device__ __forceinline__ void weft_gemm_mbar_arrive_cluster(u32 bar, u32 cta) {
+  asm volatile("{\n.reg .b32 ra;\n"
+               "mapa.shared::cluster.u32 ra, %0, %1;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+               "r"(cta)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_tma_load(u32 dst, const weft_gemm_tmap_t *map,
+                                                         int c0, int c1, u32 bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+               "l"((u64)map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_tma_load_mc(u32 dst, const weft_gemm_tmap_t *map,
+                                                            int c0, int c1, u32 bar,
+                                                            unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+               "l"((u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_tma_store(const weft_gemm_tmap_t *map, u32 src,
+                                                          int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   (u64)map),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_bulk_commit(void) {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+__device__ __forceinline__ void weft_gemm_bulk_wait_read0(void) {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+__device__ __forceinline__ void weft_gemm_bulk_wait0(void) {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_named_sync(u32 id, u32 threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_wgmma_fence(void) {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void weft_gemm_wgmma_commit(void) {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+#define WEFT_GEMM_WGMMA_WAIT(n) asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory")
+
+/* wgmma shared-memory descriptor, 128B swizzle: start >> 4 in bits 0-13, LBO >> 4 in 16-29,
+ * SBO >> 4 in 32-45, swizzle mode 1 (128B) in 62-63. */
+__device__ __forceinline__ u64 weft_gemm_desc(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) |
+         (1ULL << 62);
+}
+
+__device__ __forceinline__ u32 weft_gemm_pack(float lo, float hi) {
+  u32 r;
+#if WEFT_GEMM_OUT == 1
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
+__device__ __forceinline__ u64 weft_gemm_globaltimer(void) {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
+  u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* wgmma m64nWG_Nk16, A and B from shared memory, D += A*B (scale_d = 0: D = A*B)            */
+/* ---------------------------------------------------------------------------------------- */
+#if WEFT_GEMM_WG_N == 64
+__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16." WEFT_GEMM_WGMMA_TYPES " {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, %32, %33, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+#if WEFT_GEMM_WG_N == 128
+__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16." WEFT_GEMM_WGMMA_TYPES " {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, %64, %65, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+#if WEFT_GEMM_WG_N == 192
+__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n192k16." WEFT_GEMM_WGMMA_TYPES " {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+               "}, %96, %97, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+#if WEFT_GEMM_WG_N == 256
+__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16." WEFT_GEMM_WGMMA_TYPES " {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, %128, %129, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* work decomposition                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct weft_gemm_work {
+  int m0, n0;     /* this CTA's tile origin */
+  int tile;       /* row-major index of this CTA's tile (tm * tiles_n + tn), split-K counters */
+  int kb0, kb1;   /* k-blocks [kb0, kb1) of 64 */
+  int split;
+} weft_gemm_work_t;
+
+__device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N, int K,
+                                                                   const int *order_table,
+                                                                   int rotate_m, int k_splits,
+                                                                   int cta_rank) {
+  weft_gemm_work_t w;
+  int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
+  int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
+  int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
+  int mn = p, s = 0;
+#if WEFT_GEMM_SPLITK
+  mn = p / k_splits;
+  s = p - mn * k_splits;
+#endif
+  int ctm, tn;
+#if WEFT_GEMM_ORDER_TABLE
+  int code = order_table[mn];
+  ctm = code / tiles_n;
+  tn = code - ctm * tiles_n;
+  (void)rotate_m;
+#else
+  (void)order_table;
+  weft_gemm_order_grouped_rotated(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
+#endif
+  int tm = ctm * WEFT_GEMM_CLUSTER_M + cta_rank;
+  w.m0 = tm * WEFT_GEMM_BM;
+  w.n0 = tn * WEFT_GEMM_BN;
+  w.tile = tm * tiles_n + tn;
+  int nkb = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK;
+#if WEFT_GEMM_SPLITK
+  w.kb0 = (int)((long long)s * nkb / k_splits);
+  w.kb1 = (int)((long long)(s + 1) * nkb / k_splits);
+#else
+  (void)k_splits;
+  w.kb0 = 0;
+  w.kb1 = nkb;
+#endif
+  w.split = s;
+  return w;
+}
+
+#if WEFT_GEMM_HOOK_WAIT
+/* Bounded spin of the producer thread on one signal word (written by a peer GPU, the copy
+ * engine or the host: .sys acquire). Returns 0 when the signal reached `expected`, 1 on timeout
+ * with the last value seen in *observed. The report (printf + trap) is made at the end of the
+ * kernel: a call (printf) reachable here would make ptxas serialise every wgmma (C7510). */
+__device__ __forceinline__ int weft_gemm_wait_signal(const u64 *sig, u64 expected, u64 timeout_ns,
+                                                     u64 *observed) {
+  u64 v = weft_gemm_ld_acquire_sys(sig);
+  if (v >= expected) return 0;
+  u64 t0 = weft_gemm_globaltimer();
+  for (;;) {
+    v = weft_gemm_ld_acquire_sys(sig);
+    if (v >= expected) return 0;
+    if (weft_gemm_globaltimer() - t0 > timeout_ns) {
+      *observed = v;
+      return 1;
+    }
+  }
+}
+
+/* Fills the host-mapped error record (first reporter wins): op "gemm tile <t>", the signal's
+ * index in wait_signals[], expected and observed. No calls here (see above). */
+__device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e, int tile,
+                                                         int index, u64 expected, u64 observed) {
+  if (!e || atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_TIMEOUT) != 0u) return;
+  e->rank = -1;
+  e->peer = -1;
+  e->signal_index = (u64)index;
+  e->expected = expected;
+  e->observed = observed;
+  const char *pre = "gemm tile ";
+  int i = 0;
+  for (; pre[i]; i++) e->op[i] = pre[i];
+  unsigned t = (unsigned)tile;
+  int n = 1;
+  for (unsigned x = t; x >= 10; x /= 10) n++;
+  for (int k = n - 1; k >= 0; k--, t /= 10) e->op[i + k] = (char)('0' + t % 10);
+  e->op[i + n] = 0;
+  __threadfence_system();
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* the kernel                                                                                */
+/* ---------------------------------------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+    weft_gemm(const __grid_constant__ weft_gemm_tmap_t tm_a,
+              const __grid_constant__ weft_gemm_tmap_t tm_b,
+              const __grid_constant__ weft_gemm_tmap_t tm_c, void *c, int M, int N, int K,
+              const int *order_table, int order_rotate_m, const u64 *wait_signals,
+              int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
+              int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
+              int k_splits, weft_device_error_t *error) {
+  extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
+  /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
+  u32 base = (weft_gemm_smem(weft_gemm_dyn_smem) + 1023u) & ~1023u;
+  const u32 sA = base;
+  const u32 sB = sA + WEFT_GEMM_STAGES * WEFT_GEMM_A_BYTES;
+  const u32 sC = sB + WEFT_GEMM_STAGES * WEFT_GEMM_B_BYTES;
+  const u32 bar_full = sC + WEFT_GEMM_EPI_BYTES;
+  const u32 bar_empty = bar_full + 8 * WEFT_GEMM_STAGES;
+  const u32 flag_addr = bar_empty + 8 * WEFT_GEMM_STAGES;
+  (void)flag_addr;
+#if WEFT_GEMM_SPLITK
+  volatile int *flag =
+      (volatile int *)(weft_gemm_dyn_smem + (flag_addr - weft_gemm_smem(weft_gemm_dyn_smem)));
+#endif
+
+  const int tid = threadIdx.x;
+  const int wg = tid / 128;
+  u32 cta_rank = 0;
+#if WEFT_GEMM_CLUSTER_M > 1
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(cta_rank));
+#endif
+  const int cluster_id = blockIdx.x / WEFT_GEMM_CLUSTER_M;
+  const int num_clusters = gridDim.x / WEFT_GEMM_CLUSTER_M;
+  const int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
+  const int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
+  const int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
+#if WEFT_GEMM_SPLITK
+  const int num_work = ctiles_m * tiles_n * k_splits;
+#else
+  const int num_work = ctiles_m * tiles_n;
+#endif
+
+  if (tid == 0) {
+    for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
+      weft_gemm_mbar_init(bar_full + 8 * s, 1);
+      weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+#if WEFT_GEMM_CLUSTER_M > 1
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+#else
+  __syncthreads();
+#endif
+
+#if WEFT_GEMM_HOOK_WAIT
+  int to_tile = 0, to_index = 0;
+  u64 to_observed = 0;
+#endif
+  if (wg == 0) {
+    /* ---------------- producer warpgroup: one thread issues every TMA load ---------------- */
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_PRODUCER_REGS) ";");
+    if (tid == 0) {
+      int stage = 0;
+      u32 phase = 0;
+      for (int p = cluster_id; p < num_work; p += num_clusters) {
+        weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
+                                              cta_rank);
+#if WEFT_GEMM_HOOK_WAIT
+        if (w.m0 < M) {
+          int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
+          for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++)
+            if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
+              to_tile = w.tile;
+              to_index = s;
+              goto weft_gemm_timed_out;
+            }
+          /* the data behind the signal is read by TMA (async proxy) */
+          asm volatile("fence.proxy.async.global;" ::: "memory");
+        }
+#else
+        (void)wait_signals;
+        (void)wait_rows_per_signal;
+        (void)wait_expected;
+        (void)timeout_ns;
+#endif
+        for (int kb = w.kb0; kb < w.kb1; kb++) {
+          const u32 full = bar_full + 8 * stage;
+          weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);
+          weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
+          const int k0 = kb * WEFT_GEMM_BK;
+          weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, &tm_a, k0, w.m0, full);
+          const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
+#if WEFT_GEMM_B_KMAJOR
+#if WEFT_GEMM_CLUSTER_M > 1
+          /* each CTA loads BN/2 rows of B and multicasts them to both CTAs */
+          weft_gemm_tma_load_mc(b_dst + cta_rank * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
+                                w.n0 + (int)cta_rank * (WEFT_GEMM_BN / 2), full, 3);
+#else
+          weft_gemm_tma_load(b_dst, &tm_b, k0, w.n0, full);
+#endif
+#else
+          /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns */
+#pragma unroll
+          for (int j = 0; j < WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M; j++) {
+            const int jj = (int)cta_rank * (WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M) + j;
+#if WEFT_GEMM_CLUSTER_M > 1
+            weft_gemm_tma_load_mc(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
+#else
+            weft_gemm_tma_load(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full);
+#endif
+          }
+#endif
+          if (++stage == WEFT_GEMM_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    /* ---------------- consumer warpgroups ---------------- */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_CONSUMER_REGS) ";");
+    const int cw = wg - 1;            /* 0 or 1 */
+    const int wtid = tid & 127;       /* thread in its warpgroup */
+    const int warp = wtid / 32, lane = tid & 31;
+    /* this WG's part of the tile: 64 rows at row_off, WG_N cols at col_off */
+    const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
+    const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
+    float d[WEFT_GEMM_WG_N / 2];
+    int stage = 0;
+    u32 phase = 0;
+    for (int p = cluster_id; p < num_work; p += num_clusters) {
+      weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
+                                            cta_rank);
+      int prev = -1;
+      for (int kb = w.kb0; kb < w.kb1; kb++) {
+        weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
+        const u32 a_base = sA + stage * WEFT_GEMM_A_BYTES + row_off * 128;
+        const u32 b_stage = sB + stage * WEFT_GEMM_B_BYTES;
+        weft_gemm_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < WEFT_GEMM_BK / 16; kk++) {
+          u64 da = weft_gemm_desc(a_base + kk * 32, 16, 1024);
+#if WEFT_GEMM_B_KMAJOR
+          u64 db = weft_gemm_desc(b_stage + col_off * 128 + kk * 32, 16, 1024);
+#else
+#if WEFT_GEMM_MN_SWAP
+          u64 db = weft_gemm_desc(b_stage + (col_off / 64) * 8192 + kk * 2048, 1024, 8192);
+#else
+          u64 db = weft_gemm_desc(b_stage + (col_off / 64) * 8192 + kk * 2048, 8192, 1024);
+#endif
+#endif
+          weft_gemm_wgmma(d, da, db, (kb > w.kb0 || kk > 0) ? 1 : 0);
+        }
+        weft_gemm_wgmma_commit();
+        if (prev >= 0) {
+          /* the previous stage's wgmmas are done: hand its buffers back */
+          WEFT_GEMM_WGMMA_WAIT(1);
+          if (wtid == 0) {
+#if WEFT_GEMM_CLUSTER_M > 1
+            for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
+              weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
+#else
+            weft_gemm_mbar_arrive(bar_empty + 8 * prev);
+#endif
+          }
+        }
+        prev = stage;
+        if (++stage == WEFT_GEMM_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      WEFT_GEMM_WGMMA_WAIT(0);
+      if (prev >= 0 && wtid == 0) {
+#if WEFT_GEMM_CLUSTER_M > 1
+        for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
+          weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
+#else
+        weft_gemm_mbar_arrive(bar_empty + 8 * prev);
+#endif
+      }
+
+      /* Fragment of m64nNk16's fp32 D held by this thread: d[4j + 2h + e] is row
+       * 16*warp + lane/4 + 8h, col 8j + 2*(lane%4) + e of the WG's 64 x WG_N block. */
+#if WEFT_GEMM_SPLITK
+      {
+        const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
+        const int col_a = w.n0 + col_off + 2 * (lane & 3);
+        float *ws = splitk_ws + (u64)w.split * M * N;
+#pragma unroll
+        for (int j = 0; j < WEFT_GEMM_WG_N / 8; j++)
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            int row = row_a + 8 * h, col = col_a + 8 * j;
+            if (row < M && col < N) {
+              float *q = ws + (u64)row * N + col;
+              asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(q), "f"(d[4 * j + 2 * h]),
+                           "f"(d[4 * j + 2 * h + 1])
+                           : "memory");
+            }
+          }
+        __threadfence();
+        weft_gemm_named_sync(4, 256);
+        if (tid == 128) {
+          u32 old;
+          asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                       : "=r"(old)
+                       : "l"(splitk_counters + w.tile)
+                       : "memory");
+          int last = old == (u32)(k_splits - 1);
+          if (last) splitk_counters[w.tile] = 0; /* ready for the next launch */
+          *flag = last;
+        }
+        weft_gemm_named_sync(4, 256);
+        if (*flag) {
+          __threadfence();
+#pragma unroll
+          for (int j = 0; j < WEFT_GEMM_WG_N / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              int row = row_a + 8 * h, col = col_a + 8 * j;
+              if (row < M && col < N) {
+                float s0 = 0.f, s1 = 0.f;
+                for (int s = 0; s < k_splits; s++) {
+                  const float *q = splitk_ws + (u64)s * M * N + (u64)row * N + col;
+                  float x0, x1;
+                  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];"
+                               : "=f"(x0), "=f"(x1)
+                               : "l"(q)
+                               : "memory");
+                  s0 += x0;
+                  s1 += x1;
+                }
+#if WEFT_GEMM_OUT == 2
+                float *o = (float *)c + (u64)row * N + col;
+                asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1)
+                             : "memory");
+#else
+                u32 *o = (u32 *)((unsigned short *)c + (u64)row * N + col);
+                *o = weft_gemm_pack(s0, s1);
+#endif
+              }
+            }
+        }
+        (void)tm_c;
+        (void)notify_counters;
+        (void)notify_rows_per_counter;
+      }
+#else
+      {
+        (void)c;
+        (void)splitk_ws;
+        (void)splitk_counters;
+        const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);
+#pragma unroll
+        for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {
+          /* the staging boxes are free once the previous TMA stores have read them */
+          if (wtid == 0) weft_gemm_bulk_wait_read0();
+          weft_gemm_named_sync(2 + cw, 128);
+#pragma unroll
+          for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
+            const int box = round * WEFT_GEMM_EPI_BUFS + bi;
+            const u32 bbase = stg + bi * 8192;
+#if WEFT_GEMM_OUT == 2
+            /* fp32: box = 64 rows x 32 cols; 16-byte chunk index (col/4) XOR row%8 */
+            const int r_lo = 16 * warp + lane / 4; /* fragment row (h = 0) in the WG block */
+#pragma unroll
+            for (int jq = 0; jq < 4; jq++) {
+              const int j = box * 4 + jq;
+#pragma unroll
+              for (int h = 0; h < 2; h++) {
+                const int row = r_lo + 8 * h;
+                const int colb = 8 * jq + 2 * (lane & 3);
+                const u32 addr =
+                    bbase + row * 128 + ((((colb >> 2) ^ (row & 7))) << 4) + (colb & 3) * 4;
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr),
+                             "f"(d[4 * j + 2 * h]), "f"(d[4 * j + 2 * h + 1])
+                             : "memory");
+              }
+            }
+#else
+            /* 16-bit: box = 64 rows x 64 cols; stmatrix x4 covers 16 rows x 16 cols */
+#pragma unroll
+            for (int jq = 0; jq < 4; jq++) {
+              const int jj = box * 4 + jq; /* 16-col group in the WG block */
+              const int mi = lane >> 3;
+              const int row = 16 * warp + (mi & 1) * 8 + (lane & 7);
+              const int chunk = 2 * jq + (mi >> 1);
+              const u32 addr = bbase + row * 128 + ((chunk ^ (row & 7)) << 4);
+              u32 r0 = weft_gemm_pack(d[8 * jj + 0], d[8 * jj + 1]);
+              u32 r1 = weft_gemm_pack(d[8 * jj + 2], d[8 * jj + 3]);
+              u32 r2 = weft_gemm_pack(d[8 * jj + 4], d[8 * jj + 5]);
+              u32 r3 = weft_gemm_pack(d[8 * jj + 6], d[8 * jj + 7]);
+              asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                               addr),
+                           "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+                           : "memory");
+            }
+#endif
+          }
+          /* generic-proxy smem writes -> visible to the TMA store (async proxy) */
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          weft_gemm_named_sync(2 + cw, 128);
+          if (wtid == 0) {
+#pragma unroll
+            for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
+              const int box = round * WEFT_GEMM_EPI_BUFS + bi;
+              weft_gemm_tma_store(&tm_c, stg + bi * 8192,
+                                  w.n0 + col_off + box * WEFT_GEMM_BOX_COLS, w.m0 + row_off);
+            }
+            weft_gemm_bulk_commit();
+          }
+        }
+#if WEFT_GEMM_HOOK_NOTIFY
+        if (wtid == 0 && w.m0 + row_off < M && w.n0 + col_off < N) {
+          /* the stored tile must be complete in global memory before the release */
+          weft_gemm_bulk_wait0();
+          asm volatile("fence.proxy.async.global;" ::: "memory");
+          u64 *ctr = notify_counters + (w.m0 + row_off) / notify_rows_per_counter;
+#if WEFT_GEMM_NOTIFY_SYS
+          asm volatile("red.release.sys.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
+#else
+          asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
+#endif
+        }
+#else
+        (void)notify_counters;
+        (void)notify_rows_per_counter;
+#endif
+      }
+#endif
+    }
+#if !WEFT_GEMM_SPLITK
+    /* smem must outlive the last TMA store's read of it */
+    if (wtid == 0) weft_gemm_bulk_wait0();
+#endif
+  }
+
+#if WEFT_GEMM_HOOK_WAIT
+  if (0) {
+  weft_gemm_timed_out:
+    weft_gemm_report_timeout(error, to_tile, to_index, wait_expected, to_observed);
+#if WEFT_GEMM_TIMEOUT_PRINTF
+    printf("weft: gemm timed out: block %d, tile %d waiting on signal[%d]: expected >= %llu, "
+           "observed %llu after %llu ns\n",
+           (int)blockIdx.x, to_tile, to_index, wait_expected, to_observed, timeout_ns);
+#endif
+    asm volatile("trap;");
+  }
+#else
+  (void)error;
+#endif
+#if WEFT_GEMM_CLUSTER_M > 1
+  /* a CTA's barriers receive remote arrivals from its peer until the peer is done */
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+#endif
+}
+
+/* Zeroes n u32 counters (split-K counters before their first use). */
+extern "C" __global__ void weft_gemm_zero_counters(u32 *p, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = 0;
+}
