@@ -26,9 +26,10 @@
  * Defines (all optional; default in brackets):
  *   WEFT_GEMM_BM         [128] tile rows: 128 (2 consumer WGs x 64 rows) or 64 (the 2 consumer
  *                        WGs split the tile's N: 64 x BN/2 each; small M)
- *   WEFT_GEMM_BN         [256] tile cols: 128, 256 (BM=128); 128, 256, 384 -> no: 128 or 256
- *                        (BM=64, then each WG has BN/2 = 64 or 128 cols). Per-WG width WG_N =
- *                        BN (BM=128) or BN/2 (BM=64) must be 64, 128, 192 or 256.
+ *   WEFT_GEMM_BN         [256] tile cols. Per-WG width WG_N = BN (BM=128) or BN/2 (BM=64) must
+ *                        be 64, 128, 192 or 256 (BM=128: BN 64..256; BM=64: BN 128..512, but the
+ *                        B box is BN rows and TMA boxes stop at 256, so BM=64 uses BN 128/256).
+ *                        N-major B ([K,N]) needs BN a multiple of 64 * CLUSTER_M.
  *   WEFT_GEMM_STAGES     [4] smem ring depth (2..8; see the smem formula below)
  *   WEFT_GEMM_DTYPE_IN   [0] 0 = bf16, 1 = fp16 (A and B the same)
  *   WEFT_GEMM_OUT        [0] 0 = bf16, 1 = fp16, 2 = fp32
@@ -91,7 +92,9 @@
  * Every CTA strides over work items p = cluster_id, cluster_id + num_clusters, ... with
  * num_tiles = ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items.
  *
- * Recommended configurations (measured: dev/gemm/NOTES.md):
+ * Recommended configurations (NOT YET MEASURED on a GPU when this was written: the choices
+ * follow the fast.cu ladder; dev/gemm/NOTES.md has the predictions and the command that
+ * measures them; dev/gemm/gemm_dev.cu choose_config() is the heuristic in code):
  *   M >= 256:  BM=128 BN=256 STAGES=4 EPI_BUFS=2 CLUSTER_M=2, grid = SMs (132 on H100/H200)
  *              (fp32 out: the same, 8 boxes written 2 at a time)
  *   M <= 128:  SPLITK=1, BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1,
@@ -564,6 +567,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
 #if WEFT_GEMM_CLUSTER_M > 1
+  __syncwarp(); /* .aligned: the whole warp executes the barrier together */
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
 #else
@@ -604,9 +608,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         for (int kb = w.kb0; kb < w.kb1; kb++) {
           const u32 full = bar_full + 8 * stage;
           weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);
-          weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
           const int k0 = kb * WEFT_GEMM_BK;
+#if WEFT_GEMM_CLUSTER_M > 1
+          /* a cluster's second tile may lie wholly past M (odd tile-row count): it loads no A
+           * (its results are not stored) but still multicasts its half of B to its peer */
+          if (w.m0 < M) {
+            weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
+            weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, &tm_a, k0, w.m0, full);
+          } else {
+            weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
+          }
+#else
+          weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
           weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, &tm_a, k0, w.m0, full);
+#endif
           const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_B_KMAJOR
 #if WEFT_GEMM_CLUSTER_M > 1
@@ -771,6 +786,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         (void)splitk_ws;
         (void)splitk_counters;
         const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);
+        /* a sub-tile wholly past M or N (cluster peer past M; BM=64's second half past N) is
+         * not stored; the condition is uniform over the warpgroup */
+        const int store = w.m0 + row_off < M && w.n0 + col_off < N;
+        if (store)
 #pragma unroll
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {
           /* the staging boxes are free once the previous TMA stores have read them */
@@ -831,7 +850,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
         }
 #if WEFT_GEMM_HOOK_NOTIFY
-        if (wtid == 0 && w.m0 + row_off < M && w.n0 + col_off < N) {
+        if (wtid == 0 && store) {
           /* the stored tile must be complete in global memory before the release */
           weft_gemm_bulk_wait0();
           asm volatile("fence.proxy.async.global;" ::: "memory");
@@ -871,6 +890,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #if WEFT_GEMM_CLUSTER_M > 1
   /* a CTA's barriers receive remote arrivals from its peer until the peer is done */
+  __syncwarp();
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
 #endif
