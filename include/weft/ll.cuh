@@ -1,21 +1,45 @@
 /*
  * weft/ll.cuh — the low-latency (LL) protocol: data and flag travel in one single-copy-atomic
- * store, so a receiver needs no separate signal and no fence; it polls until the flag equals the
- * call's epoch. Flags are epochs: buffers are never cleared (keep two, by epoch parity, when a
- * new call may start before every reader finished the last).
+ * store, so a receiver needs no separate signal and no fence; it polls its own buffer until the
+ * flag equals the call's epoch.
  *
- * Layout: 16-byte lines {data0, flag, data1, flag} written with st.volatile.v4 and read with
- * ld.volatile.v4 (8 data bytes per line: an LL buffer is twice its payload), and 8-byte words
- * {data, flag} for single values.
+ * Layouts:
+ * - 8-byte word {data32, flag32} (low half data, high half flag): weft_ll_pack8 / _data8 /
+ *   _flag8, weft_ll_store8 / weft_ll_load8 — single values.
+ * - 16-byte line {data0, flag, data1, flag}: weft_ll_store16 / weft_ll_load16, and the buffer
+ *   movers weft_ll_push[_warp|_block] / weft_ll_recv[_warp|_block]. A line carries 8 payload
+ *   bytes, so an LL buffer is twice its payload (WEFT_LL_BYTES).
+ *
+ * Ordering rules (why this works without fences):
+ * - An aligned 8-byte store is single-copy atomic, also over NVLink (DESIGN.md): a reader that
+ *   sees the flag half of a word sees the data half of the same store. A 16-byte line is two such
+ *   halves, each with its own copy of the flag, so the reader checks both flags.
+ * - Stores are st.volatile (relaxed.sys) and polls ld.volatile: no acquire/release is needed for
+ *   the LL payload itself. Data that is NOT inside the LL lines is not ordered by them: use a
+ *   signal (release/acquire) for that.
+ * - Flags are epochs: a buffer is never cleared. The flag of a call must be nonzero (weft_malloc
+ *   zero-fills, so 0 would match at once) and differ from the flag of the buffer's previous use;
+ *   keep two buffers, by epoch parity, when a sender may start call e+1 before every reader
+ *   finished reading call e.
+ * - Every poll is bounded by weft_state.timeout_ns and the abort flag (weft_spin_check).
  */
 #ifndef WEFT_LL_CUH
 #define WEFT_LL_CUH
 
 #include "weft/shmem.cuh"
 
+/* Bytes of LL (16-byte line) buffer that carry n payload bytes. */
+#define WEFT_LL_BYTES(n) ((((n) + 7) / 8) * 16)
+
+static __device__ __forceinline__ weft_u64_t weft_ll_pack8(unsigned data, unsigned flag) {
+  return ((weft_u64_t)flag << 32) | data;
+}
+static __device__ __forceinline__ unsigned weft_ll_data8(weft_u64_t w) { return (unsigned)w; }
+static __device__ __forceinline__ unsigned weft_ll_flag8(weft_u64_t w) { return (unsigned)(w >> 32); }
+
+/* dst: an 8-byte aligned word (local, or a peer's through weft_remote_ptr). */
 static __device__ __forceinline__ void weft_ll_store8(weft_u64_t *dst, unsigned data, unsigned flag) {
-  weft_u64_t w = ((weft_u64_t)flag << 32) | data;
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(dst), "l"(w) : "memory");
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(dst), "l"(weft_ll_pack8(data, flag)) : "memory");
 }
 
 /* Waits for the word's flag to equal flag; returns its data. */
@@ -23,18 +47,19 @@ static __device__ __forceinline__ unsigned weft_ll_load8(const weft_u64_t *src, 
   weft_u64_t w, start = 0;
   for (unsigned spins = 0;; spins++) {
     asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(w) : "l"(src) : "memory");
-    if ((unsigned)(w >> 32) == flag) return (unsigned)w;
-    weft_spin_check(spins, &start, "ll_load8", -1, src, WEFT_CMP_EQ, flag, w >> 32);
+    if (weft_ll_flag8(w) == flag) return weft_ll_data8(w);
+    weft_spin_check(spins, &start, "ll_load8", -1, src, WEFT_CMP_EQ, flag, weft_ll_flag8(w));
   }
 }
 
+/* dst: a 16-byte aligned line. */
 static __device__ __forceinline__ void weft_ll_store16(void *dst, unsigned d0, unsigned d1,
                                                        unsigned flag) {
   asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(d0), "r"(flag),
                "r"(d1), "r"(flag) : "memory");
 }
 
-/* Waits until both flags of the line equal flag; returns the 8 data bytes. */
+/* Waits until both flags of the line equal flag; returns the 8 data bytes (d0 low, d1 high). */
 static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, unsigned flag) {
   unsigned d0, f0, d1, f1;
   weft_u64_t start = 0;
@@ -47,32 +72,76 @@ static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, uns
   }
 }
 
-/* Bytes of LL buffer that carry n payload bytes. */
-#define WEFT_LL_BYTES(n) ((((n) + 7) / 8) * 16)
+/* The 8 payload bytes of line i of an n-byte message at src (zero-padded past n). */
+static __device__ __forceinline__ weft_u64_t weft_ll_line_payload_(const char *src, weft_u64_t n,
+                                                                   weft_u64_t i, int aligned) {
+  if (aligned && 8 * i + 8 <= n) return ((const weft_u64_t *)src)[i];
+  weft_u64_t v = 0;
+  for (int b = 0; b < 8 && 8 * i + b < n; b++)
+    v |= (weft_u64_t)(unsigned char)src[8 * i + b] << (8 * b);
+  return v;
+}
+static __device__ __forceinline__ void weft_ll_line_unpack_(char *dst, weft_u64_t n, weft_u64_t i,
+                                                            weft_u64_t v, int aligned) {
+  if (aligned && 8 * i + 8 <= n) {
+    ((weft_u64_t *)dst)[i] = v;
+    return;
+  }
+  for (int b = 0; b < 8 && 8 * i + b < n; b++) dst[8 * i + b] = (char)(v >> (8 * b));
+}
 
-/* The block's threads pack n bytes (n % 8 == 0, src 8-byte aligned) into 16-byte LL lines at
- * dst_ll on pe, each tagged with flag. */
-static __device__ __forceinline__ void weft_ll_push_block(void *dst_ll, const void *src,
-                                                          weft_u64_t n, unsigned flag, int pe) {
+/* The group's threads pack n bytes at src (any n, any alignment; 8-byte aligned src is fastest)
+ * into 16-byte lines at dst_ll (symmetric, 16-byte aligned, WEFT_LL_BYTES(n) bytes) on pe, each
+ * tagged with flag. No sync at the end: the receiver needs none. */
+static __device__ __forceinline__ void weft_ll_push_group_(void *dst_ll, const void *src,
+                                                           weft_u64_t n, unsigned flag, int pe,
+                                                           int kind) {
   char *d = (char *)weft_remote_ptr(dst_ll, pe);
-  const weft_u64_t *s = (const weft_u64_t *)src;
-  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  unsigned nt = blockDim.x * blockDim.y * blockDim.z;
-  for (weft_u64_t i = tid; i < n / 8; i += nt) {
-    weft_u64_t v = s[i];
+  const char *s = (const char *)src;
+  int aligned = ((weft_u64_t)src & 7) == 0;
+  unsigned t = weft_group_lane_(kind), nt = weft_group_size_(kind);
+  for (weft_u64_t i = t; i < (n + 7) / 8; i += nt) {
+    weft_u64_t v = weft_ll_line_payload_(s, n, i, aligned);
     weft_ll_store16(d + i * 16, (unsigned)v, (unsigned)(v >> 32), flag);
   }
 }
 
-/* The block's threads wait for and unpack n bytes of LL lines at src_ll (local) into dst. */
+/* The group's threads wait for the n-byte message tagged flag in the local LL buffer src_ll and
+ * unpack it into dst; the group is synced at the end, so every thread may read all of dst. */
+static __device__ __forceinline__ void weft_ll_recv_group_(void *dst, const void *src_ll,
+                                                           weft_u64_t n, unsigned flag, int kind) {
+  char *d = (char *)dst;
+  const char *s = (const char *)src_ll;
+  int aligned = ((weft_u64_t)dst & 7) == 0;
+  unsigned t = weft_group_lane_(kind), nt = weft_group_size_(kind);
+  for (weft_u64_t i = t; i < (n + 7) / 8; i += nt)
+    weft_ll_line_unpack_(d, n, i, weft_ll_load16(s + i * 16, flag), aligned);
+  weft_group_sync_(kind);
+}
+
+static __device__ __forceinline__ void weft_ll_push(void *dst_ll, const void *src, weft_u64_t n,
+                                                    unsigned flag, int pe) {
+  weft_ll_push_group_(dst_ll, src, n, flag, pe, WEFT_GROUP_THREAD);
+}
+static __device__ __forceinline__ void weft_ll_push_warp(void *dst_ll, const void *src, weft_u64_t n,
+                                                         unsigned flag, int pe) {
+  weft_ll_push_group_(dst_ll, src, n, flag, pe, WEFT_GROUP_WARP);
+}
+static __device__ __forceinline__ void weft_ll_push_block(void *dst_ll, const void *src,
+                                                          weft_u64_t n, unsigned flag, int pe) {
+  weft_ll_push_group_(dst_ll, src, n, flag, pe, WEFT_GROUP_BLOCK);
+}
+static __device__ __forceinline__ void weft_ll_recv(void *dst, const void *src_ll, weft_u64_t n,
+                                                    unsigned flag) {
+  weft_ll_recv_group_(dst, src_ll, n, flag, WEFT_GROUP_THREAD);
+}
+static __device__ __forceinline__ void weft_ll_recv_warp(void *dst, const void *src_ll, weft_u64_t n,
+                                                         unsigned flag) {
+  weft_ll_recv_group_(dst, src_ll, n, flag, WEFT_GROUP_WARP);
+}
 static __device__ __forceinline__ void weft_ll_recv_block(void *dst, const void *src_ll,
                                                           weft_u64_t n, unsigned flag) {
-  weft_u64_t *d = (weft_u64_t *)dst;
-  const char *s = (const char *)src_ll;
-  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  unsigned nt = blockDim.x * blockDim.y * blockDim.z;
-  for (weft_u64_t i = tid; i < n / 8; i += nt) d[i] = weft_ll_load16(s + i * 16, flag);
-  __syncthreads();
+  weft_ll_recv_group_(dst, src_ll, n, flag, WEFT_GROUP_BLOCK);
 }
 
 #endif

@@ -1,10 +1,29 @@
 /*
  * weft/shmem.cuh — OpenSHMEM-style primitives over the symmetric heap (Table 1 of the
- * Triton-distributed paper): PE queries, peer pointers, puts and gets at thread, warp and block
- * granularity, signals, barrier.
+ * Triton-distributed paper): weft_my_pe, weft_n_pes, weft_remote_ptr, weft_int_p,
+ * weft_putmem / weft_getmem (+ _nbi), weft_putmem_signal (+ _nbi), weft_signal_op,
+ * weft_signal_wait_until, weft_barrier_all, weft_sync_all, weft_broadcast, and the paper's
+ * wait / notify / consume_token; weft_quiet, weft_fence and the atomics are in sync.cuh.
  *
- * pe is a world rank on this node. Puts are plain stores through the peer mapping; a signal after
- * them (weft_signal_op, a release) makes them visible to whoever acquires the signal.
+ * Granularity: a plain name is called by ONE thread; _warp by all 32 lanes of a warp (converged);
+ * _block by every thread of the block. Copies use 16-byte vectors when both ends are 16-byte
+ * aligned, bytes otherwise. pe is a world rank on this node (remote_ptr maps symmetric addresses
+ * through the peer mappings of the intra-node heap).
+ *
+ * Ordering:
+ * - Puts are plain stores through the peer mapping. They are ordered before a later signal only
+ *   by a release: weft_signal_op / weft_putmem_signal* do the release (and, for _warp/_block,
+ *   first a __syncwarp/__syncthreads so the other lanes' stores are covered).
+ * - weft_fence (fence.acq_rel.sys) orders this thread's puts before its later stores, e.g. a
+ *   relaxed flag; weft_quiet completes them (OpenSHMEM quiet). The _nbi forms are the blocking
+ *   ones: an NVLink store returns before it lands either way, and only fence/quiet/release order it.
+ * - weft_signal_wait_until* acquire: loads after it see what the signaller wrote before its
+ *   release. The _warp/_block forms let one thread acquire, then sync the group.
+ * - barrier_all: every rank's accesses before it are visible to every rank after it. sync_all is
+ *   the same barrier (OpenSHMEM allows sync_all to promise less; weft's costs nothing extra).
+ *   The barrier's epoch lives in this rank's sync area, so at most ONE barrier (any granularity,
+ *   kernel or stream) may be in flight per rank at a time: call it from one block per rank, and
+ *   do not run two barrier kernels concurrently on two streams.
  */
 #ifndef WEFT_SHMEM_CUH
 #define WEFT_SHMEM_CUH
@@ -53,26 +72,26 @@ static __device__ __forceinline__ void weft_putmem(void *dst, const void *src, w
   weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, 0, 1);
 }
 static __device__ __forceinline__ void weft_putmem_warp(void *dst, const void *src, weft_u64_t n, int pe) {
-  weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, threadIdx.x & 31, 32);
+  weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, weft_lane(), 32);
   __syncwarp();
 }
 static __device__ __forceinline__ void weft_putmem_block(void *dst, const void *src, weft_u64_t n, int pe) {
-  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned t = weft_thread_rank();
   weft_copy_group((char *)weft_remote_ptr(dst, pe), (const char *)src, n, t,
-                  blockDim.x * blockDim.y * blockDim.z);
+                  weft_block_size());
   __syncthreads();
 }
 static __device__ __forceinline__ void weft_getmem(void *dst, const void *src, weft_u64_t n, int pe) {
   weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, 0, 1);
 }
 static __device__ __forceinline__ void weft_getmem_warp(void *dst, const void *src, weft_u64_t n, int pe) {
-  weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, threadIdx.x & 31, 32);
+  weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, weft_lane(), 32);
   __syncwarp();
 }
 static __device__ __forceinline__ void weft_getmem_block(void *dst, const void *src, weft_u64_t n, int pe) {
-  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned t = weft_thread_rank();
   weft_copy_group((char *)dst, (const char *)weft_remote_ptr(src, pe), n, t,
-                  blockDim.x * blockDim.y * blockDim.z);
+                  weft_block_size());
   __syncthreads();
 }
 
@@ -87,6 +106,25 @@ static __device__ __forceinline__ void weft_signal_op(weft_u64_t *sig, weft_u64_
 static __device__ __forceinline__ weft_u64_t weft_signal_wait_until(const weft_u64_t *sig, int cmp,
                                                                    weft_u64_t value) {
   return weft_wait_until(sig, cmp, value, "signal_wait_until", -1);
+}
+/* Lane 0 waits (acquire), then the warp syncs; every lane gets the value lane 0 saw. */
+static __device__ __forceinline__ weft_u64_t weft_signal_wait_until_warp(const weft_u64_t *sig,
+                                                                        int cmp, weft_u64_t value) {
+  weft_u64_t v = 0;
+  if ((weft_lane()) == 0) v = weft_wait_until(sig, cmp, value, "signal_wait_until", -1);
+  __syncwarp();
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+/* Thread 0 waits (acquire), then the block syncs; every thread gets the value thread 0 saw. */
+static __device__ __forceinline__ weft_u64_t weft_signal_wait_until_block(const weft_u64_t *sig,
+                                                                         int cmp, weft_u64_t value) {
+  __shared__ weft_u64_t weft_seen_;
+  unsigned t = weft_thread_rank();
+  if (t == 0) weft_seen_ = weft_wait_until(sig, cmp, value, "signal_wait_until", -1);
+  __syncthreads();
+  weft_u64_t v = weft_seen_;
+  __syncthreads(); /* nobody overwrites weft_seen_ (next call) before every thread read it */
+  return v;
 }
 
 static __device__ __forceinline__ void weft_putmem_signal(void *dst, const void *src, weft_u64_t n,
@@ -119,7 +157,7 @@ static __device__ __forceinline__ void weft_putmem_signal_warp(void *dst, const 
                                                                weft_u64_t n, weft_u64_t *sig,
                                                                weft_u64_t value, int op, int pe) {
   weft_putmem_warp(dst, src, n, pe); /* ends with __syncwarp */
-  if ((threadIdx.x & 31) == 0) {
+  if ((weft_lane()) == 0) {
     weft_fence();
     weft_signal_op(sig, value, op, pe);
   }
@@ -129,12 +167,26 @@ static __device__ __forceinline__ void weft_putmem_signal_warp(void *dst, const 
 #define weft_putmem_signal_nbi_warp weft_putmem_signal_warp
 #define weft_putmem_signal_nbi_block weft_putmem_signal_block
 
-/* Triton-distributed's non-OpenSHMEM pair. weft_wait spins until each of n consecutive signals
- * is >= value (acquire) and returns a token; weft_consume_token ties a later load's address to
- * that token, so the compiler cannot move the load above the wait. */
+/* Triton-distributed's wait / consume_token pair, in C. weft_wait spins (acquire) until each of
+ * n consecutive signals is >= value and returns a token (always 0); weft_consume_token(p, token)
+ * returns p with the token added, so every address derived from it depends on the waits.
+ *
+ * Why it is safe, and what the token adds: the hardware ordering comes from ld.acquire.sys (no
+ * later load of this thread may be satisfied before it). The compiler cannot hoist a load above
+ * the wait either, because the acquire is an asm volatile with a "memory" clobber. The token
+ * makes that dependency explicit and local: it is computed by an opaque asm from the value each
+ * wait observed (so it cannot be folded to a constant before the waits ran) and added to the
+ * pointer by another opaque asm, so a load through the returned pointer has a data dependency on
+ * every wait even in code where the compiler could otherwise prove the pointer invariant (e.g.
+ * reads of __restrict__ / const data that it may cache in registers across the loop). Triton
+ * needs the same trick because its wait is not a memory operation to its optimiser. */
 static __device__ __forceinline__ weft_u64_t weft_wait(const weft_u64_t *sig, int n, weft_u64_t value) {
   weft_u64_t token = 0;
-  for (int i = 0; i < n; i++) token |= weft_wait_until(sig + i, WEFT_CMP_GE, value, "wait", -1) * 0;
+  for (int i = 0; i < n; i++) {
+    weft_u64_t v = weft_wait_until(sig + i, WEFT_CMP_GE, value, "wait", -1), z;
+    asm volatile("and.b64 %0, %1, 0;" : "=l"(z) : "l"(v)); /* 0, but only after v is known */
+    token |= z;
+  }
   return token;
 }
 static __device__ __forceinline__ void *weft_consume_token(void *p, weft_u64_t token) {
@@ -145,29 +197,52 @@ static __device__ __forceinline__ void *weft_consume_token(void *p, weft_u64_t t
 /* notify: a signal op with release on pe's copy (same as weft_signal_op, named as the paper). */
 #define weft_notify weft_signal_op
 
-/* Barrier of all ranks, called by every thread of ONE block per rank. Epoch-based: each call
- * raises this rank's barrier epoch and waits until every peer has written at least that epoch
- * into its flag here, so nothing is reset between calls. */
-static __device__ __forceinline__ void weft_barrier_all_block(void) {
-  __syncthreads();
+/* Group synchronisation used by the _warp/_block forms: kind 0 thread, 1 warp, 2 block
+ * (a constant at every call site, so the branches fold away). */
+#define WEFT_GROUP_THREAD 0
+#define WEFT_GROUP_WARP 1
+#define WEFT_GROUP_BLOCK 2
+static __device__ __forceinline__ void weft_group_sync_(int kind) {
+  if (kind == WEFT_GROUP_BLOCK) __syncthreads();
+  else if (kind == WEFT_GROUP_WARP) __syncwarp();
+}
+static __device__ __forceinline__ unsigned weft_group_lane_(int kind) {
+  if (kind == WEFT_GROUP_BLOCK) return weft_thread_rank();
+  return kind == WEFT_GROUP_WARP ? (weft_lane()) : 0;
+}
+static __device__ __forceinline__ unsigned weft_group_size_(int kind) {
+  if (kind == WEFT_GROUP_BLOCK) return weft_block_size();
+  return kind == WEFT_GROUP_WARP ? 32 : 1;
+}
+
+/* Barrier of all ranks of the node, by a group (one thread, one warp or one block) per rank.
+ * Epoch-based: each call raises this rank's barrier epoch e (WEFT_SYNC_EPOCHS +
+ * WEFT_EPOCH_BARRIER in its own sync area), writes e into its flag on every peer with
+ * st.release.sys, and waits until every peer's flag here is >= e. Nothing is reset between calls,
+ * so kernels that call it may be replayed in a CUDA graph. The release after the group sync
+ * covers the whole group's earlier writes; the acquire waits before the closing sync cover the
+ * group's later reads. */
+static __device__ __forceinline__ void weft_barrier_all_group_(int kind) {
+  weft_group_sync_(kind);
   weft_u64_t *sync = (weft_u64_t *)weft_state.my_heap;
   weft_u64_t *epoch = sync + WEFT_SYNC_EPOCHS + WEFT_EPOCH_BARRIER;
   weft_u64_t e = *(volatile weft_u64_t *)epoch + 1;
-  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+  unsigned t = weft_group_lane_(kind), nt = weft_group_size_(kind);
   if (t == 0) weft_fence();
-  __syncthreads();
-  for (int p = (int)t; p < weft_state.local_world; p += (int)nt) {
-    weft_u64_t *flag = sync + WEFT_SYNC_BARRIER_FLAGS + weft_state.local_rank;
+  weft_group_sync_(kind);
+  weft_u64_t *flag = sync + WEFT_SYNC_BARRIER_FLAGS + weft_state.local_rank;
+  for (int p = (int)t; p < weft_state.local_world; p += (int)nt)
     weft_st_release((weft_u64_t *)weft_remote_ptr(flag, weft_state.node_first_rank + p), e);
-  }
   for (int p = (int)t; p < weft_state.local_world; p += (int)nt)
     weft_wait_until(sync + WEFT_SYNC_BARRIER_FLAGS + p, WEFT_CMP_GE, e, "barrier_all",
                     weft_state.node_first_rank + p);
-  __syncthreads();
+  weft_group_sync_(kind); /* every peer arrived before anyone publishes the new epoch */
   if (t == 0) *(volatile weft_u64_t *)epoch = e;
-  __syncthreads();
+  weft_group_sync_(kind); /* and before anyone may start the next call and read it */
 }
+static __device__ __forceinline__ void weft_barrier_all(void) { weft_barrier_all_group_(WEFT_GROUP_THREAD); }
+static __device__ __forceinline__ void weft_barrier_all_warp(void) { weft_barrier_all_group_(WEFT_GROUP_WARP); }
+static __device__ __forceinline__ void weft_barrier_all_block(void) { weft_barrier_all_group_(WEFT_GROUP_BLOCK); }
 
 /* ---- epochs and flags of the ops (the runtime's sync area at the start of every heap) ---- */
 
@@ -205,16 +280,31 @@ static __device__ __forceinline__ void weft_op_wait(int slot, int p, weft_u64_t 
 }
 
 /* sync_all: a barrier of all ranks; weft's barrier already orders memory, so it is the same. */
+#define weft_sync_all weft_barrier_all
+#define weft_sync_all_warp weft_barrier_all_warp
 #define weft_sync_all_block weft_barrier_all_block
 
-/* Collective broadcast: every rank calls it with one block; root's n bytes at src land in dst
- * (symmetric) on every rank, and the call returns on every rank only once they have. */
-static __device__ __forceinline__ void weft_broadcast_block(void *dst, const void *src,
-                                                            weft_u64_t n, int root) {
-  if (weft_my_pe() == root)
+/* Collective broadcast: every rank calls it (same group kind on every rank); root's n bytes at
+ * src land in dst (symmetric) on every rank, and the call returns on every rank only once they
+ * have (root's puts precede its barrier release; the others acquire in the barrier). */
+static __device__ __forceinline__ void weft_broadcast_group_(void *dst, const void *src,
+                                                             weft_u64_t n, int root, int kind) {
+  if (weft_my_pe() == root) {
+    unsigned t = weft_group_lane_(kind), nt = weft_group_size_(kind);
     for (int p = 0; p < weft_state.local_world; p++)
-      weft_putmem_block(dst, src, n, weft_state.node_first_rank + p);
-  weft_barrier_all_block();
+      weft_copy_group((char *)weft_remote_ptr(dst, weft_state.node_first_rank + p),
+                      (const char *)src, n, t, nt);
+  }
+  weft_barrier_all_group_(kind); /* starts with the group sync that orders the puts */
+}
+static __device__ __forceinline__ void weft_broadcast(void *dst, const void *src, weft_u64_t n, int root) {
+  weft_broadcast_group_(dst, src, n, root, WEFT_GROUP_THREAD);
+}
+static __device__ __forceinline__ void weft_broadcast_warp(void *dst, const void *src, weft_u64_t n, int root) {
+  weft_broadcast_group_(dst, src, n, root, WEFT_GROUP_WARP);
+}
+static __device__ __forceinline__ void weft_broadcast_block(void *dst, const void *src, weft_u64_t n, int root) {
+  weft_broadcast_group_(dst, src, n, root, WEFT_GROUP_BLOCK);
 }
 
 #endif

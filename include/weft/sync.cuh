@@ -1,9 +1,28 @@
 /*
  * weft/sync.cuh — memory-ordering primitives and the timed wait every spin in weft goes through.
  *
- * Scope: anything another GPU, the host or the copy engine reads or writes uses .sys; .gpu only
- * between blocks of one GPU. A producer signals with a release (st.release / red.release), a
- * consumer waits with ld.acquire, so data written before the signal is visible after the wait.
+ * Provides: weft_ld_acquire (.sys) / weft_ld_acquire_gpu, weft_st_release (.sys) /
+ * weft_st_release_gpu, weft_red_release (.sys add) / weft_red_release_gpu, weft_atomic_add,
+ * weft_atomic_cas (acq_rel, .sys), weft_fence (fence.acq_rel.sys), weft_quiet, weft_globaltimer,
+ * weft_wait_until (the bounded acquire spin) and weft_spin_check (the deadline/abort check that
+ * hand-written polls, e.g. the LL ones, call on every spin).
+ *
+ * Ordering rules:
+ * - Scope: anything another GPU, the host or the copy engine reads or writes uses .sys; .gpu only
+ *   between blocks of one GPU (same memory-sync domain).
+ * - A producer signals with a release (st.release / red.release / atom.acq_rel), a consumer waits
+ *   with ld.acquire, so data written before the signal is visible to loads after the wait.
+ * - A whole block's data behind one signal: __syncthreads() (bar.sync orders the block's writes
+ *   before it), then ONE thread releases; release is cumulative over what that thread observed.
+ * - One thread's wait for a whole block: that thread acquires, then __syncthreads().
+ * - weft_fence orders this thread's earlier accesses before its later ones (e.g. puts before a
+ *   relaxed flag store); weft_quiet additionally is sequentially consistent (OpenSHMEM's quiet:
+ *   every earlier put is complete w.r.t. every later access of any kind).
+ *
+ * Every wait is bounded: weft_state.timeout_ns from the first check, polled with %globaltimer;
+ * the host-mapped abort flag (weft_comm_abort) is read every 1024 spins as well. On expiry or
+ * abort the wait fills the host-mapped error record (first reporter only), prints one line and
+ * traps; the host names rank, peer, signal and values from the record.
  */
 #ifndef WEFT_SYNC_CUH
 #define WEFT_SYNC_CUH
@@ -43,6 +62,14 @@ static __device__ __forceinline__ void weft_st_release(weft_u64_t *p, weft_u64_t
 static __device__ __forceinline__ void weft_red_release(weft_u64_t *p, weft_u64_t v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* Same-GPU forms (block to block on one GPU, e.g. a GEMM's tiles to a communication block). */
+static __device__ __forceinline__ void weft_st_release_gpu(weft_u64_t *p, weft_u64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+static __device__ __forceinline__ void weft_red_release_gpu(weft_u64_t *p, weft_u64_t v) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* Atomics return the old value; acq_rel at system scope, so they may guard data themselves. */
 static __device__ __forceinline__ weft_u64_t weft_atomic_add(weft_u64_t *p, weft_u64_t v) {
   weft_u64_t old;
   asm volatile("atom.acq_rel.sys.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
@@ -63,6 +90,20 @@ static __device__ __forceinline__ void weft_fence(void) {
 static __device__ __forceinline__ void weft_quiet(void) {
   asm volatile("fence.sc.sys;" ::: "memory");
 }
+/* The calling thread's linear index in its block, the block's size, and its lane in its warp
+ * (warps are formed from linear indices, so this is right for 2-D and 3-D blocks too). */
+static __device__ __forceinline__ unsigned weft_thread_rank(void) {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+static __device__ __forceinline__ unsigned weft_block_size(void) {
+  return blockDim.x * blockDim.y * blockDim.z;
+}
+static __device__ __forceinline__ unsigned weft_lane(void) {
+  unsigned l;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+
 static __device__ __forceinline__ weft_u64_t weft_globaltimer(void) {
   weft_u64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -80,6 +121,28 @@ static __device__ __forceinline__ int weft_cmp(weft_u64_t v, int cmp, weft_u64_t
   }
 }
 
+static __device__ __forceinline__ const char *weft_cmp_name(int cmp) {
+  switch (cmp) {
+  case WEFT_CMP_EQ: return "==";
+  case WEFT_CMP_NE: return "!=";
+  case WEFT_CMP_GT: return ">";
+  case WEFT_CMP_GE: return ">=";
+  case WEFT_CMP_LT: return "<";
+  default: return "<=";
+  }
+}
+
+/* Word offset of a signal inside its rank's heap, wherever it is mapped (this rank's heap or a
+ * local peer's), or ~0 when it is not in the symmetric heap. */
+static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) {
+  weft_u64_t a = (weft_u64_t)sig;
+  if (a < weft_state.heap_base || !weft_state.heap_stride) return ~0ull;
+  weft_u64_t off = a - weft_state.heap_base;
+  if (off / weft_state.heap_stride >= (weft_u64_t)weft_state.local_world) return ~0ull;
+  off %= weft_state.heap_stride;
+  return off < weft_state.heap_size ? off / 8 : ~0ull;
+}
+
 /* Writes the error record once (the first reporter wins), prints, and traps: a trapped kernel
  * ends, its stream fails, and the host reads the record from host-mapped memory. */
 static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *op, int peer,
@@ -87,9 +150,7 @@ static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *
                                                   weft_u64_t expected, weft_u64_t observed,
                                                   weft_u64_t waited_ns) {
   weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
-  weft_u64_t index = ~0ull;
-  weft_u64_t a = (weft_u64_t)sig;
-  if (a >= weft_state.my_heap && a < weft_state.my_heap + weft_state.heap_size) index = (a - weft_state.my_heap) / 8;
+  weft_u64_t index = weft_signal_index(sig);
   if (e && atomicCAS((unsigned *)&e->status, 0u, status) == 0u) {
     e->rank = weft_state.rank;
     e->peer = peer;
@@ -102,9 +163,9 @@ static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *
     __threadfence_system();
   }
   if (status == WEFT_DEVICE_ERROR_TIMEOUT)
-    printf("weft: rank %d timed out in %s waiting on peer %d signal[%lld] (expected cmp %d %llu, "
-           "observed %llu) after %llu ms\n", weft_state.rank, op, peer, (long long)index, cmp,
-           expected, observed, waited_ns / 1000000ull);
+    printf("weft: rank %d timed out in %s waiting on peer %d signal[%lld] (expected %s %llu, "
+           "observed %llu) after %llu ms\n", weft_state.rank, op, peer, (long long)index,
+           weft_cmp_name(cmp), expected, observed, waited_ns / 1000000ull);
   else
     printf("weft: rank %d: %s stopped by weft_comm_abort\n", weft_state.rank, op);
   asm volatile("trap;");
