@@ -748,7 +748,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         weft_gemm_named_sync(4, 256);
         if (*flag) {
           __threadfence();
-#pragma unroll
+          /* reads every split (its own too) from the workspace: no accumulator is live here */
+#pragma unroll 1
           for (int j = 0; j < WEFT_GEMM_WG_N / 8; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
