@@ -44,6 +44,10 @@
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
  *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
  *                        counter), 0: red.release.gpu (only this GPU reads it)
+ *   WEFT_GEMM_NOTIFY_DEFER [0] 1: a tile's notify is released at the start of the same
+ *                        warpgroup's next epilogue (or at its end), so the TMA store completes
+ *                        behind the next mainloop instead of stalling it (later signal, lower
+ *                        cost). Ignored with SPLITK (its notify follows the last split's writes).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets
  *
@@ -142,6 +146,9 @@
 #endif
 #ifndef WEFT_GEMM_NOTIFY_SYS
 #define WEFT_GEMM_NOTIFY_SYS 0
+#endif
+#ifndef WEFT_GEMM_NOTIFY_DEFER
+#define WEFT_GEMM_NOTIFY_DEFER 0
 #endif
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0
@@ -422,6 +429,16 @@ __device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int sc
 }
 #endif
 
+/* Notify: +1 on a counter, released at gpu or sys scope (the data it guards must already be
+ * complete and, if written by TMA, fenced with fence.proxy.async.global). */
+__device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
+#if WEFT_GEMM_NOTIFY_SYS
+  asm volatile("red.release.sys.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
+#else
+  asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
+#endif
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* work decomposition                                                                        */
 /* ---------------------------------------------------------------------------------------- */
@@ -660,6 +677,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
     const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
     float d[WEFT_GEMM_WG_N / 2];
+#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER && !WEFT_GEMM_SPLITK
+    u64 *notify_pending = 0; /* counter of the last stored tile, not yet released */
+#endif
     int stage = 0;
     u32 phase = 0;
     for (int p = cluster_id; p < num_work; p += num_clusters) {
@@ -776,10 +796,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
               }
             }
+#if WEFT_GEMM_HOOK_NOTIFY
+          /* the same contract as the TMA-store path: +1 per stored 64-row sub-tile, released
+           * after every thread of the warpgroup wrote its part */
+          __threadfence();
+          weft_gemm_named_sync(2 + cw, 128);
+          if (wtid == 0 && w.m0 + row_off < M && w.n0 + col_off < N)
+            weft_gemm_notify(notify_counters + (w.m0 + row_off) / notify_rows_per_counter);
+#endif
         }
         (void)tm_c;
+#if !WEFT_GEMM_HOOK_NOTIFY
         (void)notify_counters;
         (void)notify_rows_per_counter;
+#endif
       }
 #else
       {
@@ -794,7 +824,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {
           /* the staging boxes are free once the previous TMA stores have read them */
-          if (wtid == 0) weft_gemm_bulk_wait_read0();
+          if (wtid == 0) {
+#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER
+            if (round == 0 && notify_pending) {
+              /* the previous tile's stores finished long ago: complete, fence, release */
+              weft_gemm_bulk_wait0();
+              asm volatile("fence.proxy.async.global;" ::: "memory");
+              weft_gemm_notify(notify_pending);
+              notify_pending = 0;
+            } else {
+              weft_gemm_bulk_wait_read0();
+            }
+#else
+            weft_gemm_bulk_wait_read0();
+#endif
+          }
           weft_gemm_named_sync(2 + cw, 128);
 #pragma unroll
           for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
@@ -852,14 +896,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
 #if WEFT_GEMM_HOOK_NOTIFY
         if (wtid == 0 && store) {
+          u64 *ctr = notify_counters + (w.m0 + row_off) / notify_rows_per_counter;
+#if WEFT_GEMM_NOTIFY_DEFER
+          /* released at the next tile's epilogue (or the kernel's end): the store completes
+           * behind the next mainloop instead of stalling this warpgroup now */
+          if (notify_pending) { /* (a tile not stored in between) */
+            weft_gemm_bulk_wait0();
+            asm volatile("fence.proxy.async.global;" ::: "memory");
+            weft_gemm_notify(notify_pending);
+          }
+          notify_pending = ctr;
+#else
           /* the stored tile must be complete in global memory before the release */
           weft_gemm_bulk_wait0();
           asm volatile("fence.proxy.async.global;" ::: "memory");
-          u64 *ctr = notify_counters + (w.m0 + row_off) / notify_rows_per_counter;
-#if WEFT_GEMM_NOTIFY_SYS
-          asm volatile("red.release.sys.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
-#else
-          asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(ctr) : "memory");
+          weft_gemm_notify(ctr);
 #endif
         }
 #else
@@ -872,6 +923,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if !WEFT_GEMM_SPLITK
     /* smem must outlive the last TMA store's read of it */
     if (wtid == 0) weft_gemm_bulk_wait0();
+#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER
+    if (wtid == 0 && notify_pending) {
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      weft_gemm_notify(notify_pending);
+    }
+#endif
 #endif
   }
 

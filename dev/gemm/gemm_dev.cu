@@ -85,7 +85,7 @@ struct Cfg {
   int bm = 128, bn = 256, stages = 4, cluster = 2, epi = 2, group = 8;
   int splitk = 0, ks = 1;  /* split-K kernel, number of splits */
   int table = 0;           /* 0 device grouped order, 1 Hilbert table */
-  int wait = 0, notify = 0;
+  int wait = 0, notify = 0, defer = 0;
   int grid = 0;            /* 0: all co-resident CTAs */
   int mnswap = 0;          /* debug: swap LBO/SBO of N-major B */
   int timeout_printf = 0;
@@ -101,7 +101,8 @@ static std::string cfg_str(const Cfg &c) {
   char b[256];
   snprintf(b, sizeof b, "BM=%d,BN=%d,ST=%d,CL=%d,EPI=%d,G=%d,KS=%d%s%s%s%s", c.bm, c.bn, c.stages,
            c.cluster, c.epi, c.group, c.splitk ? c.ks : 0, c.table ? ",TABLE=1" : "",
-           c.wait ? ",WAIT=1" : "", c.notify ? ",NOTIFY=1" : "", c.mnswap ? ",MNSWAP=1" : "");
+           c.wait ? ",WAIT=1" : "", c.notify ? (c.defer ? ",NOTIFY=DEFER" : ",NOTIFY=1") : "",
+           c.mnswap ? ",MNSWAP=1" : "");
   return b;
 }
 
@@ -126,6 +127,7 @@ static void parse_cfg(Cfg &c, const char *s) {
     else if (k == "TABLE") c.table = v;
     else if (k == "WAIT") c.wait = v;
     else if (k == "NOTIFY") c.notify = v;
+    else if (k == "DEFER") c.defer = v;
     else if (k == "GRID") c.grid = v;
     else if (k == "MNSWAP") c.mnswap = v;
     else { fprintf(stderr, "unknown --cfg key %s\n", key); exit(2); }
@@ -198,7 +200,7 @@ static std::vector<std::string> defines(const Cfg &c, const Prob &p) {
   D("BM", c.bm) D("BN", c.bn) D("STAGES", c.stages) D("DTYPE_IN", p.din) D("OUT", p.dout)
   D("B_KMAJOR", p.bkmajor) D("CLUSTER_M", c.cluster) D("GROUP", c.group) D("EPI_BUFS", c.epi)
   D("ORDER_TABLE", c.table) D("HOOK_WAIT", c.wait) D("HOOK_NOTIFY", c.notify)
-  D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
+  D("NOTIFY_DEFER", c.defer) D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
 #undef D
   return d;
 }
@@ -879,27 +881,19 @@ static void suite_smoke(void) {
 
 static void suite_hooks(void) {
   printf("== hooks: on vs off bit-identical, notify counts, cost\n");
-  const int shapes[][3] = {{1000, 1000, 1000}, {8192, 8192, 8192}, {8192, 3584, 8192}};
+  const int shapes[][3] = {{1000, 1000, 1000}, {16, 1000, 2048}, {100, 520, 4096},
+                           {8192, 8192, 8192}, {8192, 3584, 8192}};
   for (auto &s : shapes) {
     Prob p = {s[0], s[1], s[2], DT_BF16, DT_BF16, 1};
     Inst I;
     inst_alloc(I, p);
-    Cfg c = choose_config(p), h = c;
+    Cfg c = choose_config(p), h = c, hd = c;
     h.wait = h.notify = 1;
+    hd.wait = hd.notify = hd.defer = 1;
     size_t n = (size_t)p.M * p.N;
-    Kern *k = get_kernel(c, p, false), *kh = get_kernel(h, p, false);
+    Kern *k = get_kernel(c, p, false), *kh = get_kernel(h, p, false),
+         *khd = get_kernel(hd, p, false);
     if (g_dry) continue;
-    poison(I.C, n * 2);
-    poison(I.C2, n * 2);
-    run_weft(I, c, k, I.C, 0);
-    CK(cudaMemset(I.notif, 0, I.n_notif * 8));
-    run_weft(I, h, kh, I.C2, 0);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemset(g_bad, 0, 8));
-    diff_bytes<<<1024, 256>>>((const uint32_t *)I.C, (const uint32_t *)I.C2, n / 2, g_bad);
-    CK(cudaGetLastError());
-    unsigned long long nd;
-    CK(cudaMemcpy(&nd, g_bad, 8, cudaMemcpyDeviceToHost));
     /* expected counters: +1 per 64-row (or BN/2-col) sub-tile inside the matrix */
     std::vector<unsigned long long> want(I.n_notif, 0), got(I.n_notif);
     int tm = (p.M + c.bm - 1) / c.bm, tn = (p.N + c.bn - 1) / c.bn;
@@ -911,13 +905,26 @@ static void suite_hooks(void) {
           int c0 = j * c.bn + (c.bm == 128 ? 0 : w * c.bn / 2);
           if (r0 < p.M && c0 < p.N) want[r0 / 128]++;
         }
-    CK(cudaMemcpy(got.data(), I.notif, I.n_notif * 8, cudaMemcpyDeviceToHost));
-    bool cnt_ok = want == got;
-    printf("  hooks %dx%dx%d: outputs differ in %llu words, notify counters %s\n", p.M, p.N, p.K,
-           nd, cnt_ok ? "exact" : "WRONG");
-    if (nd || !cnt_ok) g_fail++;
+    poison(I.C, n * dt_size(p.dout));
+    run_weft(I, c, k, I.C, 0);
+    for (int v = 0; v < 2; v++) {
+      poison(I.C2, n * dt_size(p.dout));
+      CK(cudaMemset(I.notif, 0, I.n_notif * 8));
+      run_weft(I, v ? hd : h, v ? khd : kh, I.C2, 0);
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemset(g_bad, 0, 8));
+      diff_bytes<<<1024, 256>>>((const uint32_t *)I.C, (const uint32_t *)I.C2, n / 2, g_bad);
+      CK(cudaGetLastError());
+      unsigned long long nd;
+      CK(cudaMemcpy(&nd, g_bad, 8, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(got.data(), I.notif, I.n_notif * 8, cudaMemcpyDeviceToHost));
+      bool cnt_ok = want == got;
+      printf("  hooks %dx%dx%d %s: outputs differ in %llu words, notify counters %s\n", p.M, p.N,
+             p.K, v ? "deferred" : "immediate", nd, cnt_ok ? "exact" : "WRONG");
+      if (nd || !cnt_ok) g_fail++;
+    }
     if (p.M >= 4096) {
-      std::vector<Runner> rs(3);
+      std::vector<Runner> rs(4);
       rs[0].name = "weft";
       rs[0].cfg = c;
       rs[0].blas = false;
@@ -926,18 +933,26 @@ static void suite_hooks(void) {
       rs[1].cfg = h;
       rs[1].blas = false;
       rs[1].k = kh;
-      rs[2].name = "cublas";
-      rs[2].blas = true;
-      rs[2].k = NULL;
+      rs[2].name = "weft+hooks(deferred notify)";
+      rs[2].cfg = hd;
+      rs[2].blas = false;
+      rs[2].k = khd;
+      rs[3].name = "cublas";
+      rs[3].blas = true;
+      rs[3].k = NULL;
       time_interleaved(I, rs);
-      double t0 = median(rs[0].ms), t1 = median(rs[1].ms), tb = median(rs[2].ms);
+      double t0 = median(rs[0].ms), t1 = median(rs[1].ms), t2 = median(rs[2].ms),
+             tb = median(rs[3].ms);
       double fl = 2.0 * p.M * p.N * p.K;
-      printf("  hooks %dx%dx%d: weft %.1f TFLOP/s, weft+wait+notify %.1f TFLOP/s (%+.2f%%), cublas "
-             "%.1f\n",
-             p.M, p.N, p.K, fl / t0 / 1e9, fl / t1 / 1e9, (t1 / t0 - 1) * 100, fl / tb / 1e9);
+      printf("  hooks %dx%dx%d: weft %.1f TFLOP/s | +wait+notify %.1f (%+.2f%%) | +wait+deferred "
+             "notify %.1f (%+.2f%%) | cublas %.1f\n",
+             p.M, p.N, p.K, fl / t0 / 1e9, fl / t1 / 1e9, (t1 / t0 - 1) * 100, fl / t2 / 1e9,
+             (t2 / t0 - 1) * 100, fl / tb / 1e9);
       if (g_json)
-        fprintf(g_json, "{\"tag\":\"hooks\",\"M\":%d,\"N\":%d,\"K\":%d,\"us\":%.3f,\"us_hooks\":%.3f,"
-                        "\"us_cublas\":%.3f}\n", p.M, p.N, p.K, t0 * 1e3, t1 * 1e3, tb * 1e3);
+        fprintf(g_json,
+                "{\"tag\":\"hooks\",\"M\":%d,\"N\":%d,\"K\":%d,\"us\":%.3f,\"us_hooks\":%.3f,"
+                "\"us_hooks_deferred\":%.3f,\"us_cublas\":%.3f}\n",
+                p.M, p.N, p.K, t0 * 1e3, t1 * 1e3, t2 * 1e3, tb * 1e3);
     }
     inst_free(I);
   }
