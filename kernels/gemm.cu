@@ -49,6 +49,9 @@
  *                        behind the next mainloop instead of stalling it (later signal, lower
  *                        cost). Ignored with SPLITK (its notify follows the last split's writes).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
+ *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
+ *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
+ *                        only for debugging; the error record (param 18) is always written
  *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets
  *
  * Kernel parameters, in order:
@@ -67,7 +70,8 @@
  *  10  int wait_rows_per_signal
  *  11  unsigned long long wait_expected  the wait passes when signal >= expected (epochs)
  *  12  unsigned long long timeout_ns     deadline of each wait (%globaltimer); on expiry the
- *                                       kernel prints op, tile, signal, expected, observed, traps
+ *                                       kernel fills *error (param 18) and traps (printf too
+ *                                       with -DWEFT_GEMM_TIMEOUT_PRINTF=1: see that define)
  *  13  unsigned long long *notify_counters  HOOK_NOTIFY: each consumer WG adds 1 after its
  *                                       64-row sub-tile is stored, on counter
  *                                       [sub-tile first row / notify_rows_per_counter]; one
@@ -77,7 +81,12 @@
  *  15  float *splitk_ws                 SPLITK: k_splits * M * N floats
  *  16  unsigned int *splitk_counters    SPLITK: ceil(M/BM) * ceil(N/BN) u32, zero before the
  *                                       first launch (the kernel leaves them zero again)
- *  17  int k_splits                     SPLITK: 1 <= k_splits <= ceil(K/64); 1 otherwise
+ *  17  int k_splits                     SPLITK: 2 <= k_splits <= ceil(K/64); 1 otherwise
+ *  18  weft_device_error_t *error       HOOK_WAIT: the runtime's host-mapped error record
+ *                                       (weft/state.h; weft_state.error), or NULL. A timed-out
+ *                                       wait writes status TIMEOUT, op "gemm tile <t>",
+ *                                       signal_index (index into wait_signals), expected,
+ *                                       observed, rank = peer = -1 (first reporter wins)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
@@ -101,9 +110,13 @@
  * measures them; dev/gemm/gemm_dev.cu choose_config() is the heuristic in code):
  *   M >= 256:  BM=128 BN=256 STAGES=4 EPI_BUFS=2 CLUSTER_M=2, grid = SMs (132 on H100/H200)
  *              (fp32 out: the same, 8 boxes written 2 at a time)
- *   M <= 128:  SPLITK=1, BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1,
- *              k_splits so that tiles * k_splits is about the SM count (dev/gemm/gemm_dev.cu:
- *              choose_config()).
+ *   M <= 128:  BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1, EPI_BUFS=1
+ *              (BM=64: a WG's 64x64 block is one box) or 2; k_splits = min(SMs / tiles,
+ *              ceil(K/64) / 4); SPLITK=1 when k_splits >= 2, else the plain kernel
+ *              (dev/gemm/gemm_dev.cu: choose_config()). Workspace k_splits*M*N floats.
+ *   Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
+ * ptxas (CUDA 13.0 NVRTC): 168 registers at entry, no spills, no local memory, no
+ * C7508/C7510/C7511/C7515 for every config above (gemm_dev --dry checks 66 of them).
  */
 #include "weft/gemm_order.h"
 #include "weft/state.h"
