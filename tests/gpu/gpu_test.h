@@ -62,12 +62,31 @@ static inline weft_comm_t *test_init(void) {
   return comm;
 }
 
-/* A seed that differs per run and per rank, printed so that a failure can be replayed. */
+/* A seed that differs per run and per rank, printed so that a failure can be replayed
+ * (WEFT_TEST_SEED=<base>). seed / 1000003 is the same on every rank (tests derive sizes from it,
+ * which must agree): rank 0 picks the base and the others read it from rank 0's heap, because
+ * each rank's own clock may already show the next second. Collective. */
 static inline unsigned long long test_seed(weft_comm_t *comm) {
   const char *s = getenv("WEFT_TEST_SEED");
-  unsigned long long seed = s ? strtoull(s, NULL, 0) : (unsigned long long)time(NULL);
-  seed = seed * 1000003ull + (unsigned long long)comm->rank;
-  printf("[%d] seed %llu\n", comm->rank, seed);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long base = s ? strtoull(s, NULL, 0)
+                              : (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
+  base %= 1ull << 40; /* room for the rank part below */
+  unsigned long long *word;
+  CUdeviceptr tmp;
+  OK(weft_malloc(comm, 8, (void **)&word));
+  if (comm->rank == comm->node_first_rank) CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)word, &base, 8));
+  OK(weft_comm_barrier(comm));
+  CU(cuMemAlloc(&tmp, 8));
+  OK(weft_stream_get(comm, (void *)(uintptr_t)tmp, word, 8, comm->node_first_rank, NULL));
+  OK(weft_stream_synchronize(comm, NULL));
+  CU(cuMemcpyDtoH(&base, tmp, 8));
+  CU(cuMemFree(tmp));
+  OK(weft_comm_barrier(comm)); /* nobody frees the word while a peer may still read it */
+  OK(weft_free(comm, word));
+  unsigned long long seed = base * 1000003ull + (unsigned long long)comm->rank;
+  printf("[%d] seed %llu (WEFT_TEST_SEED=%llu replays this run)\n", comm->rank, seed, base);
   return seed;
 }
 
