@@ -24,9 +24,8 @@ done
 cat "$out/machine.txt" | tail -3
 echo "---- failures / probes"
 grep -h "FAIL\|probe\|ptxas\|error\|rror" "$out"/*.log | grep -v "^  check.* ok$" | head -40
-echo "---- hooks"; grep -h "hooks" "$out/hooks.log" 2>/dev/null
+echo "---- hooks"; grep -h "hooks.*exact\|WRONG" "$out/hooks.log" 2>/dev/null | head -12
 echo "---- timeout"; cat "$out/timeout.log" 2>/dev/null | tail -4
-echo "---- perf (impl, us, TFLOP/s, ratio vs cuBLAS)"
-grep -h "^  \(ladder\|big\|small\|dtype\) " "$out"/variants.log "$out"/perf.log "$out"/small.log "$out"/layouts.log 2>/dev/null \
-  | sed 's/  */ /g' | cut -c1-150
+echo "---- table (TFLOP/s, medians of interleaved samples; ratio = cuBLAS time / weft time)"
+python3 dev/gemm/summarize.py "$out"/variants.json "$out"/perf.json "$out"/small.json "$out"/layouts.json "$out"/hooks.json 2>&1 | tee "$out/table.txt"
 echo "---- summary"; cat "$out/summary.txt"
