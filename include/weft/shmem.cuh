@@ -47,23 +47,27 @@ static __device__ __forceinline__ void weft_int_p(int *dst, int value, int pe) {
   *(volatile int *)weft_remote_ptr(dst, pe) = value;
 }
 
-/* Copies n bytes with the threads [lane, lane + stride) of a group: 16-byte vectors when both
- * ends allow it, bytes otherwise. */
+/* Copies n bytes with the threads [lane, lane + stride) of a group: when dst and src are equally
+ * misaligned, bytes up to the first 16-byte boundary, then 16-byte vectors, then the byte tail;
+ * bytes throughout otherwise. */
 static __device__ __forceinline__ void weft_copy_group(char *dst, const char *src,
                                                        weft_u64_t n, unsigned lane,
                                                        unsigned stride) {
   weft_u64_t i = 0;
-  if ((((weft_u64_t)dst | (weft_u64_t)src) & 15) == 0) {
-    weft_u64_t nv = n / 16, v = lane;
-    uint4 *d = (uint4 *)dst;
-    const uint4 *s = (const uint4 *)src;
+  if ((((weft_u64_t)dst ^ (weft_u64_t)src) & 15) == 0) {
+    weft_u64_t head = (16 - ((weft_u64_t)dst & 15)) & 15;
+    if (head > n) head = n;
+    for (weft_u64_t b = lane; b < head; b += stride) dst[b] = src[b];
+    weft_u64_t nv = (n - head) / 16, v = lane;
+    uint4 *d = (uint4 *)(dst + head);
+    const uint4 *s = (const uint4 *)(src + head);
     /* Four loads in flight per thread before the stores: one at a time leaves NVLink idle. */
     for (; v + 3 * (weft_u64_t)stride < nv; v += 4 * (weft_u64_t)stride) {
       uint4 a = s[v], b = s[v + stride], c = s[v + 2 * stride], e = s[v + 3 * stride];
       d[v] = a, d[v + stride] = b, d[v + 2 * stride] = c, d[v + 3 * stride] = e;
     }
     for (; v < nv; v += stride) d[v] = s[v];
-    i = nv * 16;
+    i = head + nv * 16;
   }
   for (weft_u64_t b = i + lane; b < n; b += stride) dst[b] = src[b];
 }
