@@ -598,22 +598,28 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
   int cap = bs->world + 8, npend = 0, arrived = 1;
   pending_t *pend = calloc((size_t)cap, sizeof *pend);
   struct pollfd *pfd = calloc((size_t)cap + 1, sizeof *pfd);
-  if (!pend || !pfd) {
+  bool *seen = calloc((size_t)bs->world, sizeof *seen); /* rank r said hello */
+  if (!pend || !pfd || !seen) {
     free(pend);
     free(pfd);
+    free(seen);
     close(ls);
     return WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "host allocation failed");
   }
+  seen[0] = true;
+  /* After a fatal disagreement rank 0 keeps answering, until every rank has heard the verdict
+   * or the deadline: a rank that arrives later would otherwise find nobody listening and report
+   * a timeout that hides the real cause. */
   weft_status_t st = WEFT_STATUS_SUCCESS;
   char msg[768] = "", dur[32];
-  int offender = -1; /* a connection to tell about a fatal mismatch, beside the arrived ranks */
-  while (arrived < bs->world && st == WEFT_STATUS_SUCCESS) {
+  while (arrived < bs->world) {
     int left = ms_left(deadline);
     if (left == 0) {
+      if (st != WEFT_STATUS_SUCCESS) break;
       bool *missing = calloc((size_t)bs->world, sizeof *missing);
       char list[256] = "?";
       if (missing) {
-        for (int r = 1; r < bs->world; r++) missing[r] = bs->sock[r] < 0;
+        for (int r = 1; r < bs->world; r++) missing[r] = !seen[r];
         fmt_ranks(list, sizeof list, missing, bs->world);
         free(missing);
       }
@@ -623,14 +629,18 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
                "running? is WEFT_BOOTSTRAP_ADDR (or MASTER_ADDR/MASTER_PORT) the same on every "
                "rank?", list, bs->addr, dur, arrived, bs->world);
       st = WEFT_STATUS_TIMEOUT;
+      broadcast_error(bs, st, msg, bs->sock, bs->world, false);
       break;
     }
     pfd[0] = (struct pollfd){ls, POLLIN, 0};
     for (int i = 0; i < npend; i++) pfd[1 + i] = (struct pollfd){pend[i].rd.fd, POLLIN, 0};
     int n = poll(pfd, (nfds_t)npend + 1, left);
     if (n < 0 && errno != EINTR) {
-      snprintf(msg, sizeof msg, "rank 0: poll(): %s", strerror(errno));
-      st = WEFT_STATUS_SYSTEM_ERROR;
+      if (st == WEFT_STATUS_SUCCESS) {
+        snprintf(msg, sizeof msg, "rank 0: poll(): %s", strerror(errno));
+        st = WEFT_STATUS_SYSTEM_ERROR;
+        broadcast_error(bs, st, msg, bs->sock, bs->world, false);
+      }
       break;
     }
     if (n <= 0) continue;
@@ -650,9 +660,11 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
         pend[npend++].rd.fd = fd;
       }
     }
-    for (int i = 0; i < npend && st == WEFT_STATUS_SUCCESS; i++) {
+    for (int i = 0; i < npend; i++) {
       pending_t *c = &pend[i];
-      bool drop = false;
+      bool drop = false;          /* done with this connection (kept or closed) */
+      weft_status_t bad = WEFT_STATUS_SUCCESS;
+      char why[768] = "";
       for (;;) {
         rd_result_t r = rd_pump(&c->rd);
         if (r == RD_AGAIN) break;
@@ -660,20 +672,19 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
           drop = true;
           break;
         }
+        const msg_header_t *h = &c->rd.h;
         if (r == RD_HEADER) {
-          const msg_header_t *h = &c->rd.h;
           if (h->magic != BOOT_MAGIC || h->kind != MSG_HELLO) {
             WEFT_WARN("bootstrap at %s: ignored a connection that is not a weft rank", bs->addr);
             drop = true;
             break;
           }
           if (h->bytes != sizeof c->hello) {
-            snprintf(msg, sizeof msg,
+            snprintf(why, sizeof why,
                      "a process claiming rank %d speaks another bootstrap protocol (hello of %llu "
                      "bytes, rank 0 expects %zu): are all ranks running the same weft build?",
                      (int)h->rank, (unsigned long long)h->bytes, sizeof c->hello);
-            st = WEFT_STATUS_MISMATCH;
-            offender = c->rd.fd;
+            bad = WEFT_STATUS_MISMATCH;
             break;
           }
           c->rd.dst = (char *)&c->hello;
@@ -681,46 +692,71 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
           continue;
         }
         /* RD_DONE: a complete hello. */
-        const msg_header_t *h = &c->rd.h;
-        int r0 = h->rank;
+        int rr = h->rank;
         char who[128];
         c->hello.id.host[sizeof c->hello.id.host - 1] = 0;
-        fmt_who(who, sizeof who, r0, &c->hello.id);
+        fmt_who(who, sizeof who, rr, &c->hello.id);
         if (c->hello.version != BOOT_VERSION) {
-          snprintf(msg, sizeof msg, "%s runs bootstrap protocol %u, rank 0 runs %u: are all "
+          snprintf(why, sizeof why, "%s runs bootstrap protocol %u, rank 0 runs %u: are all "
                    "ranks running the same weft build?", who, c->hello.version, BOOT_VERSION);
-          st = WEFT_STATUS_MISMATCH;
-        } else if (h->world != bs->world || r0 < 1 || r0 >= bs->world) {
-          snprintf(msg, sizeof msg, "%s of world %d joined rank 0 of world %d at %s: do all "
+          bad = WEFT_STATUS_MISMATCH;
+        } else if (h->world != bs->world || rr < 1 || rr >= bs->world) {
+          snprintf(why, sizeof why, "%s of world %d joined rank 0 of world %d at %s: do all "
                    "ranks agree on the world size, and does no other job use this address?",
                    who, (int)h->world, bs->world, bs->addr);
-          st = WEFT_STATUS_MISMATCH;
-        } else if (bs->sock[r0] >= 0) {
+          bad = WEFT_STATUS_MISMATCH;
+        } else if (seen[rr]) {
           char first[128];
-          fmt_who(first, sizeof first, r0, &bs->ids[r0]);
-          snprintf(msg, sizeof msg, "two processes claim rank %d: %s and %s; are two jobs using "
-                   "the bootstrap address %s, or is the rank variable wrong?", r0, first, who,
+          fmt_who(first, sizeof first, rr, &bs->ids[rr]);
+          snprintf(why, sizeof why, "two processes claim rank %d: %s and %s; are two jobs using "
+                   "the bootstrap address %s, or is the rank variable wrong?", rr, first, who,
                    bs->addr);
-          st = WEFT_STATUS_MISMATCH;
+          bad = WEFT_STATUS_MISMATCH;
         } else {
-          bs->sock[r0] = c->rd.fd;
-          bs->ids[r0] = c->hello.id;
+          seen[rr] = true;
           arrived++;
-          c->rd.fd = -1; /* now owned by bs->sock */
+          bs->ids[rr] = c->hello.id;
+          if (st != WEFT_STATUS_SUCCESS) { /* the job already failed: tell it why, let it go */
+            broadcast_error(bs, st, msg, &c->rd.fd, 1, false);
+          } else {
+            bs->sock[rr] = c->rd.fd;
+            c->rd.fd = -1; /* now owned by bs->sock */
+          }
           drop = true;
           break;
         }
-        offender = c->rd.fd;
+        if (rr >= 1 && rr < bs->world && !seen[rr]) { /* it has heard the verdict: counts */
+          seen[rr] = true;
+          arrived++;
+        }
         break;
       }
-      if (st != WEFT_STATUS_SUCCESS) break;
+      if (bad != WEFT_STATUS_SUCCESS) {
+        if (st == WEFT_STATUS_SUCCESS) { /* the first disagreement decides the job */
+          st = bad;
+          snprintf(msg, sizeof msg, "%s", why);
+          broadcast_error(bs, st, msg, bs->sock, bs->world, false);
+          for (int r = 1; r < bs->world; r++)
+            if (bs->sock[r] >= 0) close(bs->sock[r]), bs->sock[r] = -1;
+        }
+        broadcast_error(bs, st, msg, &c->rd.fd, 1, false);
+        drop = true;
+      }
       if (drop) {
         if (c->rd.fd >= 0) close(c->rd.fd);
-        pend[i--] = pend[--npend];
+        pend[i] = pend[--npend];
+        /* The moved entry's payload pointer still points into its old slot. */
+        if (pend[i].rd.placed) pend[i].rd.dst = (char *)&pend[i].hello;
+        i--;
       }
     }
   }
   close(ls);
+  for (int i = 0; i < npend; i++)
+    if (pend[i].rd.fd >= 0) close(pend[i].rd.fd);
+  free(pend);
+  free(pfd);
+  free(seen);
   if (st == WEFT_STATUS_SUCCESS) {
     /* Everyone is here: a job id that names the node-local sockets, unique even when two jobs
      * share a host and a port over time (pid and random bits). */
@@ -747,17 +783,10 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
         st = WEFT_STATUS_REMOTE_ERROR;
         close(bs->sock[r]);
         bs->sock[r] = -1;
+        broadcast_error(bs, st, msg, bs->sock, bs->world, false);
       }
     }
   }
-  if (st != WEFT_STATUS_SUCCESS) {
-    broadcast_error(bs, st, msg, bs->sock, bs->world, false);
-    if (offender >= 0) broadcast_error(bs, st, msg, &offender, 1, false);
-  }
-  for (int i = 0; i < npend; i++)
-    if (pend[i].rd.fd >= 0) close(pend[i].rd.fd);
-  free(pend);
-  free(pfd);
   if (st != WEFT_STATUS_SUCCESS) return WEFT_ERR(NULL, st, "bootstrap (rank 0): %s", msg);
   return WEFT_STATUS_SUCCESS;
 }
@@ -1095,7 +1124,11 @@ static weft_status_t collective_leaf(weft_bootstrap_t *bs, uint32_t op, char *bu
   weft_status_t st = send_msg(fd, &h, bytes ? buf + (size_t)bs->rank * bytes : NULL, deadline);
   /* Rank 0 replies when the slowest rank arrives or at its own deadline, naming that rank. */
   uint64_t reply_deadline = deadline + reply_grace_ns(bs->timeout_ns);
-  if (st == WEFT_STATUS_SUCCESS) st = recv_all(fd, &h, sizeof h, reply_deadline);
+  /* A send can fail because rank 0 gave up on this call (this rank was late) and left; its
+   * verdict may still be waiting in the socket, and says more than "connection closed". */
+  if (st != WEFT_STATUS_SUCCESS)
+    reply_deadline = min_u64(reply_deadline, weft_now_ns() + 200000000ull);
+  st = recv_all(fd, &h, sizeof h, reply_deadline);
   if (st == WEFT_STATUS_SUCCESS && h.magic == BOOT_MAGIC && h.kind == MSG_ERROR) {
     char why[768];
     weft_status_t remote = read_remote_error(fd, &h, why, sizeof why, reply_deadline);
