@@ -592,7 +592,7 @@ typedef struct pending {
 } pending_t;
 
 static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
-  int ls;
+  int ls = -1;
   WEFT_CHECK(listen_at(bs->addr, bs->world, &ls));
   /* Room for every rank plus a few strangers (port scanners, a stale rank of an old job). */
   int cap = bs->world + 8, npend = 0, arrived = 1;
