@@ -725,13 +725,14 @@ static weft_status_t serve(weft_bootstrap_t *bs, uint64_t deadline) {
           drop = true;
           break;
         }
-        if (rr >= 1 && rr < bs->world && !seen[rr]) { /* it has heard the verdict: counts */
-          seen[rr] = true;
-          arrived++;
-        }
         break;
       }
       if (bad != WEFT_STATUS_SUCCESS) {
+        int rr = c->rd.h.rank; /* it hears the verdict below: nobody need wait for it */
+        if (rr >= 1 && rr < bs->world && !seen[rr]) {
+          seen[rr] = true;
+          arrived++;
+        }
         if (st == WEFT_STATUS_SUCCESS) { /* the first disagreement decides the job */
           st = bad;
           snprintf(msg, sizeof msg, "%s", why);
