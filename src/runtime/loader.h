@@ -32,7 +32,6 @@
   X(cuCtxSetCurrent)                                                                      \
   X(cuCtxGetCurrent)                                                                      \
   X(cuCtxGetDevice)                                                                       \
-  X(cuCtxSynchronize)                                                                     \
   X(cuCtxEnablePeerAccess)                                                                \
   X(cuMemAlloc)                                                                           \
   X(cuMemFree)                                                                            \
@@ -91,9 +90,17 @@
   X(cuLaunchKernelEx)                                                                     \
   X(cuTensorMapEncodeTiled)
 
+/* Entry points whose CUDA 13 version changed its arguments while cuda.h 13.0 still declares the
+ * old ones (cuCtxSynchronize_v2 takes a context): these are fetched at CUDA 12.0, so that the
+ * prototype we call through is the one the driver gives. */
+#define WEFT_CU_FUNCTIONS_CUDA12(X)                                                       \
+  X(cuCtxGetDevice)                                                                       \
+  X(cuCtxSynchronize)
+
 typedef struct weft_cu_table {
 #define WEFT_CU_MEMBER(f) __typeof__(&f) f;
   WEFT_CU_FUNCTIONS(WEFT_CU_MEMBER)
+  WEFT_CU_FUNCTIONS_CUDA12(WEFT_CU_MEMBER)
 #undef WEFT_CU_MEMBER
 } weft_cu_table_t;
 
