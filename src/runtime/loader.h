@@ -31,7 +31,6 @@
   X(cuDevicePrimaryCtxRelease)                                                            \
   X(cuCtxSetCurrent)                                                                      \
   X(cuCtxGetCurrent)                                                                      \
-  X(cuCtxGetDevice)                                                                       \
   X(cuCtxEnablePeerAccess)                                                                \
   X(cuMemAlloc)                                                                           \
   X(cuMemFree)                                                                            \

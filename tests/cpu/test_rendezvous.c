@@ -240,6 +240,16 @@ static int rank_stuck(const proc_spec_t *p, const char *addr) {
   return 0;
 }
 
+/* A short job: meet, all-gather, barrier (for other address forms). */
+static int rank_small(const proc_spec_t *p, const char *addr) {
+  weft_bootstrap_t *bs;
+  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 5 * NS, &bs));
+  if (check_allgather(bs, 1000, 1)) return 1;
+  CHECK_OK(weft_bootstrap_barrier(bs));
+  weft_bootstrap_destroy(bs);
+  return 0;
+}
+
 /* Every process must fail the rendezvous with `want`, naming the problem. */
 static int rank_bad_join(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs = NULL;
@@ -292,13 +302,14 @@ static int rank_stranger(const proc_spec_t *p, const char *addr) {
 /* ---------------------------------------------------------------------------------------- */
 
 static int failures;
+static const char *host_fmt = "127.0.0.1:%d"; /* how a scenario writes its address */
 
 /* Runs one process per spec; every one must exit 0 within max_s. */
 static void scenario(const char *name, const proc_spec_t *specs, int n, rank_fn fn, double max_s) {
   int port;
   int hold = reserve_port(&port);
   char addr[64];
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  snprintf(addr, sizeof addr, host_fmt, port);
   printf("%s\n", name);
   fflush(stdout);
   pid_t pids[8];
@@ -394,6 +405,20 @@ int main(void) {
   proc_spec_t stranger[WORLD + 1] = {{0, WORLD, 0}, {1, WORLD, 0}, {2, WORLD, 0}, {3, WORLD, 0},
                                      {-1, WORLD, 1}};
   scenario("a stranger connects to rank 0's port: ignored", stranger, WORLD + 1, rank_stranger, 6);
+
+  host_fmt = "localhost:%d";
+  scenario("a host name (localhost)", four, WORLD, rank_small, 6);
+  int s6 = socket(AF_INET6, SOCK_STREAM, 0);
+  struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+  if (s6 >= 0 && bind(s6, (struct sockaddr *)&a6, sizeof a6) == 0) {
+    close(s6);
+    host_fmt = "[::1]:%d";
+    scenario("IPv6 loopback in brackets", four, WORLD, rank_small, 6);
+  } else {
+    printf("IPv6 loopback in brackets\n  not tested: no IPv6 loopback here\n");
+    if (s6 >= 0) close(s6);
+  }
+  host_fmt = "127.0.0.1:%d";
 
   /* Argument checks need no peers. */
   weft_bootstrap_t *bs = NULL;
