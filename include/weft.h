@@ -166,6 +166,7 @@ typedef enum weft_cmp {
   WEFT_CMP_LT,
   WEFT_CMP_LE
 } weft_cmp_t;
+#define WEFT_CMP_DEFINED /* weft/sync.cuh then skips its macro spellings of these names */
 
 /* Copy-engine put: bytes from local device memory src to symmetric address dst on rank. */
 WEFT_API weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
