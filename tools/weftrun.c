@@ -66,7 +66,7 @@ static void usage(FILE *f) {
           "usage: weftrun [options] -n N prog [args...]\n"
           "Starts N ranks of prog on this machine with WEFT_RANK, WEFT_WORLD_SIZE,\n"
           "WEFT_LOCAL_RANK, WEFT_LOCAL_WORLD_SIZE and WEFT_BOOTSTRAP_ADDR set.\n"
-          "  -n N           ranks to start (one GPU each)\n"
+          "  -n N, -np N    ranks to start (one GPU each)\n"
           "  -t SECONDS     end the job after this long (exit 124)\n"
           "  --cpu          do not require N GPUs (CPU-only programs)\n"
           "  --tag-output   prefix every output line with \"[rank] \"\n"
@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--")) {
       i++;
       break;
-    } else if (!strcmp(a, "-n") && i + 1 < argc) {
+    } else if ((!strcmp(a, "-n") || !strcmp(a, "-np")) && i + 1 < argc) { /* -np: mpirun's */
       if (!parse_int(argv[++i], &n) || n < 1 || n > MAX_RANKS) {
         fprintf(stderr, "weftrun: -n %s: need a rank count in 1..%d\n", argv[i], MAX_RANKS);
         return 2;
