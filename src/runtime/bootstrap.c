@@ -863,9 +863,12 @@ static weft_status_t join(weft_bootstrap_t *bs, uint64_t deadline) {
   bs->ids[0] = (ident_t){0, {0}};
   msg_header_t h = {BOOT_MAGIC, MSG_HELLO, bs->rank, bs->world, 0, 0, 0, sizeof hello};
   weft_status_t st = send_msg(fd, &h, &hello, deadline);
-  /* Rank 0 answers when the last rank arrives or at its own deadline: wait a little past ours. */
+  /* Rank 0 answers when the last rank arrives or at its own deadline: wait a little past ours.
+   * If the hello could not be sent, rank 0 may still have left its verdict in the socket. */
   uint64_t reply_deadline = deadline + reply_grace_ns(bs->timeout_ns);
-  if (st == WEFT_STATUS_SUCCESS) st = recv_all(fd, &h, sizeof h, reply_deadline);
+  if (st != WEFT_STATUS_SUCCESS)
+    reply_deadline = min_u64(reply_deadline, weft_now_ns() + 200000000ull);
+  st = recv_all(fd, &h, sizeof h, reply_deadline);
   if (st == WEFT_STATUS_SUCCESS && h.magic == BOOT_MAGIC && h.kind == MSG_ERROR) {
     char why[768];
     weft_status_t remote = read_remote_error(fd, &h, why, sizeof why, reply_deadline);

@@ -33,17 +33,19 @@ static void load_driver(void) {
     return;
   }
   CUdriverProcAddressQueryResult found;
-#define WEFT_CU_LOOKUP_AT(f, version)                                                     \
-  if (get_proc(#f, (void **)&weft_cu.f, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=    \
+#define WEFT_CU_LOOKUP_AT(f, name, version)                                                  \
+  if (get_proc(name, (void **)&weft_cu.f, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=    \
           CUDA_SUCCESS ||                                                                 \
       found != CU_GET_PROC_ADDRESS_SUCCESS || !weft_cu.f) {                               \
     snprintf(load_message, sizeof load_message,                                           \
-             "the CUDA driver lacks %s for CUDA %d (driver too old?)", #f, version);       \
+             "the CUDA driver lacks %s for CUDA %d (driver too old?)", name, version);     \
     load_status = WEFT_STATUS_NO_DEVICE;                                                  \
     return;                                                                               \
   }
-#define WEFT_CU_LOOKUP(f) WEFT_CU_LOOKUP_AT(f, CUDA_VERSION)
-#define WEFT_CU_LOOKUP12(f) WEFT_CU_LOOKUP_AT(f, 12000)
+/* #f here, before cuda.h's renaming macros expand f (cuStreamWriteValue32 -> ..._v2): the
+ * driver is asked for the base name at a version. */
+#define WEFT_CU_LOOKUP(f) WEFT_CU_LOOKUP_AT(f, #f, CUDA_VERSION)
+#define WEFT_CU_LOOKUP12(f) WEFT_CU_LOOKUP_AT(f, #f, 12000)
   WEFT_CU_FUNCTIONS(WEFT_CU_LOOKUP)
   WEFT_CU_FUNCTIONS_CUDA12(WEFT_CU_LOOKUP12)
 #undef WEFT_CU_LOOKUP
