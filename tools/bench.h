@@ -7,6 +7,7 @@
 #define WEFT_BENCH_H
 
 #include <cuda.h>
+#include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,5 +69,40 @@ double bench_max_across_ranks(bench_t *b, double v);
 /* One JSON row: {"suite":..., "name":..., key/value pairs...}; values are doubles. */
 void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
                     const double *values);
+
+/* ---- collectives beside NCCL (bench_collectives.c) ---------------------------------------- */
+
+#define NCCL_CHECK(call)                                                                  \
+  do {                                                                                    \
+    ncclResult_t r_ = (call);                                                             \
+    if (r_ != ncclSuccess) {                                                              \
+      fprintf(stderr, "weft-bench: %s failed: %s\n", #call, ncclGetErrorString(r_));      \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* NCCL over the same ranks (its NVLink multicast off, DESIGN.md Safety). */
+ncclComm_t bench_nccl_init(bench_t *b);
+/* -a: auto, ce, sm, ll, two_shot, ring. */
+weft_algo_t bench_parse_algo(const char *name);
+/* -d: the weft and NCCL types of a dtype name (uint8, int32, fp16, bf16, fp32, fp64). */
+void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt);
+/* n pseudo-random bytes from seed (every byte varies, none is always zero). */
+void bench_fill(void *h, size_t n, unsigned seed);
+
+/* One call of each side: which = 0 weft, 1 NCCL, both on b->stream. */
+typedef void (*bench_call_fn)(bench_t *b, void *ctx, int which);
+/* Times weft and NCCL interleaved: -w warm-up then -n samples of each, a sample being
+ * BENCH_BATCH calls back to back between two events (nccl-tests' way) after a host barrier.
+ * Returns the medians in microseconds per call, the largest across ranks. */
+#define BENCH_BATCH 10
+void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl);
+/* The table of a collective suite: header, then one row per size (times from bench_time_pair,
+ * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
+ * go to the JSON file too and wrong values to the exit status. */
+void bench_coll_header(bench_t *b, const char *suite);
+void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
+                    double us_weft, double us_nccl, double bus_factor, int wrong_weft,
+                    int wrong_nccl);
 
 #endif

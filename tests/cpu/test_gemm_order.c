@@ -11,6 +11,10 @@
 
 static int check_perm(const int *table, int n, const char *what, int tm, int tn, int g) {
   static unsigned char seen[1 << 16];
+  if (n < 0 || n > (int)sizeof seen) {
+    fprintf(stderr, "%s: %d tiles exceed the test's table\n", what, n);
+    return 1;
+  }
   memset(seen, 0, (size_t)n);
   for (int p = 0; p < n; p++) {
     if (table[p] < 0 || table[p] >= n || seen[table[p]]) {
