@@ -228,8 +228,10 @@ WEFT_API size_t weft_dtype_size(weft_dtype_t dtype);
 typedef enum weft_algo {
   WEFT_ALGO_AUTO = 0,
   WEFT_ALGO_COPY_ENGINE, /* cudaMemcpy-style pushes by the copy engines; no SMs */
-  WEFT_ALGO_SM,          /* one kernel, SM stores over NVLink */
-  WEFT_ALGO_LL           /* low latency: data and flag in one store; small messages only */
+  WEFT_ALGO_SM,          /* one kernel, SM loads/stores over NVLink (AllReduce: one-shot) */
+  WEFT_ALGO_LL,          /* low latency: data and flag in one store; small messages only */
+  WEFT_ALGO_TWO_SHOT,    /* AllReduce as ReduceScatter then AllGather, in one kernel */
+  WEFT_ALGO_RING         /* neighbour to neighbour only: GPUs without full-mesh links */
 } weft_algo_t;
 
 /* The largest per-rank chunk WEFT_ALGO_LL takes (bytes). */

@@ -30,7 +30,8 @@ weft_algo_t bench_parse_algo(const char *a) {
     const char *name;
     weft_algo_t algo;
   } algos[] = {{"auto", WEFT_ALGO_AUTO}, {"ce", WEFT_ALGO_COPY_ENGINE}, {"sm", WEFT_ALGO_SM},
-               {"ll", WEFT_ALGO_LL}};
+               {"ll", WEFT_ALGO_LL}, {"two_shot", WEFT_ALGO_TWO_SHOT},
+               {"ring", WEFT_ALGO_RING}};
   if (!a) return WEFT_ALGO_AUTO;
   for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
     if (!strcmp(a, algos[i].name)) return algos[i].algo;

@@ -84,8 +84,9 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_CHECK(weft_comm_check(comm));
   size_t elem = weft_dtype_size(dtype);
   WEFT_ARG(comm, elem, "dtype %d is not a weft_dtype_t", (int)dtype);
-  WEFT_ARG(comm, (int)algo >= WEFT_ALGO_AUTO && algo <= WEFT_ALGO_LL, "algo %d is not a weft_algo_t",
-           (int)algo);
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
+                     algo == WEFT_ALGO_LL,
+           "algo %d is not one of allgather's (auto, copy engine, SM, LL)", (int)algo);
   if (count == 0) return WEFT_STATUS_SUCCESS;
   WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
   WEFT_ARG(comm, count <= SIZE_MAX / elem / (size_t)comm->world, "count %zu overflows", count);
