@@ -261,6 +261,16 @@ static Kern *get_kernel(const Cfg &c0, const Prob &p, bool verbose) {
   std::vector<char> cubin(n);
   NV(nvrtcGetCUBIN(prog, cubin.data()));
   NV(nvrtcDestroyProgram(&prog));
+  if (const char *dir = getenv("GEMM_DEV_CUBIN_DIR")) {
+    /* for cuobjdump -sass: one file per specialisation, named by its position */
+    std::string path = std::string(dir) + "/k" + std::to_string(g_kern.size()) + ".cubin";
+    FILE *cf = fopen(path.c_str(), "wb");
+    if (cf) {
+      fwrite(cubin.data(), 1, n, cf);
+      fclose(cf);
+      printf("cubin %s: %s\n", path.c_str(), key.c_str());
+    }
+  }
   Kern k;
   k.regs = regs;
   k.compile_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
