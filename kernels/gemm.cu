@@ -78,7 +78,8 @@
  *                                       full tile adds 2 (BM=128: one per 64-row half; BM=64:
  *                                       one per BN/2-col half). Sub-tiles wholly past M add 0.
  *  14  int notify_rows_per_counter
- *  15  float *splitk_ws                 SPLITK: k_splits * M * N floats
+ *  15  float *splitk_ws                 SPLITK: k_splits * ceil(M/BM)*BM * ceil(N/BN)*BN floats
+ *                                       (whole tiles, in the accumulators' layout)
  *  16  unsigned int *splitk_counters    SPLITK: ceil(M/BM) * ceil(N/BN) u32, zero before the
  *                                       first launch (the kernel leaves them zero again)
  *  17  int k_splits                     SPLITK: 2 <= k_splits <= ceil(K/64); 1 otherwise
@@ -113,7 +114,7 @@
  *   M <= 128:  BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1, EPI_BUFS=1
  *              (BM=64: a WG's 64x64 block is one box) or 2; k_splits = min(SMs / tiles,
  *              ceil(K/64) / 4); SPLITK=1 when k_splits >= 2, else the plain kernel
- *              (dev/gemm/gemm_dev.cu: choose_config()). Workspace k_splits*M*N floats.
+ *              (dev/gemm/gemm_dev.cu: choose_config()). Workspace: see param 15.
  *   Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
  * ptxas (CUDA 13.0 NVRTC): 168 registers at entry, no spills, no local memory, no
  * C7508/C7510/C7511/C7515 for every config above (gemm_dev --dry checks 66 of them).
@@ -197,8 +198,14 @@
 #if WEFT_GEMM_BM != 128 && WEFT_GEMM_BM != 64
 #error "WEFT_GEMM_BM must be 64 or 128"
 #endif
-#if WEFT_GEMM_WG_N != 64 && WEFT_GEMM_WG_N != 128 && WEFT_GEMM_WG_N != 192 && WEFT_GEMM_WG_N != 256
-#error "per-warpgroup N (BN, or BN/2 when BM=64) must be 64, 128, 192 or 256"
+#if WEFT_GEMM_WG_N != 32 && WEFT_GEMM_WG_N != 64 && WEFT_GEMM_WG_N != 128 && \
+    WEFT_GEMM_WG_N != 192 && WEFT_GEMM_WG_N != 256
+#error "per-warpgroup N (BN, or BN/2 when BM=64) must be 32, 64, 128, 192 or 256"
+#endif
+#if WEFT_GEMM_WG_N == 32 && !(WEFT_GEMM_SPLITK && WEFT_GEMM_B_KMAJOR)
+/* 32 columns are half a 128-byte staging box (TMA epilogue) and half a 64-column swizzle
+ * block of [K,N] B: only the direct-store kernel with [N,K] B takes them */
+#error "a per-warpgroup N of 32 needs WEFT_GEMM_SPLITK=1 and [N,K] B"
 #endif
 #if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
 #error "WEFT_GEMM_CLUSTER_M must be 1 or 2"
@@ -338,6 +345,33 @@ __device__ __forceinline__ u32 weft_gemm_pack(float lo, float hi) {
   return r;
 }
 
+/* The direct (split-K kernel) epilogue's store of one accumulator column group: f0, f1 at
+ * (row, col), (row, col + 1) and f2, f3 at row + 8, as the m64nNk16 fragment holds them. */
+__device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, int row, int col,
+                                                      float f0, float f1, float f2, float f3) {
+  if (col >= N) return;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    if (row + 8 * h >= M) continue;
+    const float s0 = h ? f2 : f0, s1 = h ? f3 : f1;
+#if WEFT_GEMM_OUT == 2
+    float *o = (float *)c + (u64)(row + 8 * h) * N + col;
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1) : "memory");
+#else
+    u32 *o = (u32 *)((unsigned short *)c + (u64)(row + 8 * h) * N + col);
+    *o = weft_gemm_pack(s0, s1);
+#endif
+  }
+}
+
+__device__ __forceinline__ float4 weft_gemm_ld_cg_v4(const float4 *p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p));
+  return v;
+}
+
 __device__ __forceinline__ u64 weft_gemm_globaltimer(void) {
   u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -353,6 +387,17 @@ __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
 /* ---------------------------------------------------------------------------------------- */
 /* wgmma m64nWG_Nk16, A and B from shared memory, D += A*B (scale_d = 0: D = A*B)            */
 /* ---------------------------------------------------------------------------------------- */
+#if WEFT_GEMM_WG_N == 32
+__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16." WEFT_GEMM_WGMMA_TYPES " {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+               "}, %16, %17, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
 #if WEFT_GEMM_WG_N == 64
 __device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -755,64 +800,86 @@ extern "C" __global__ void __launch_bounds__(384, 1)
        * 16*warp + lane/4 + 8h, col 8j + 2*(lane%4) + e of the WG's 64 x WG_N block. */
 #if WEFT_GEMM_SPLITK
       {
+        const int nv = WEFT_GEMM_WG_N / 8;
         const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
         const int col_a = w.n0 + col_off + 2 * (lane & 3);
-        float *ws = splitk_ws + (u64)w.split * M * N;
+        /* k_splits == 1: nothing to reduce, C straight from the accumulators (the small tiles'
+         * epilogue: no staging box, no workspace) */
+        int last = k_splits == 1;
+        if (last) {
 #pragma unroll
-        for (int j = 0; j < WEFT_GEMM_WG_N / 8; j++)
+          for (int v = 0; v < nv; v++)
+            weft_gemm_store_group(c, M, N, row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1],
+                                  d[4 * v + 2], d[4 * v + 3]);
+        } else {
+          /* A partial tile goes to the workspace in the accumulator's own layout: thread wtid of
+           * warpgroup cw stores its WG_N/2 floats as WG_N/8 float4s at
+           * [split][tile][cw][v][wtid], so the stores and the last CTA's loads are all 16-byte and
+           * coalesced, with no row/column arithmetic and no bounds until C is written. */
+          const u64 tiles = (u64)tiles_m * tiles_n;
+          const u64 split_stride = tiles * 2 * nv * 128; /* float4s per split */
+          float4 *ws = (float4 *)splitk_ws + ((u64)w.tile * 2 + cw) * nv * 128 + wtid;
 #pragma unroll
-          for (int h = 0; h < 2; h++) {
-            int row = row_a + 8 * h, col = col_a + 8 * j;
-            if (row < M && col < N) {
-              float *q = ws + (u64)row * N + col;
-              asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(q), "f"(d[4 * j + 2 * h]),
-                           "f"(d[4 * j + 2 * h + 1])
-                           : "memory");
-            }
-          }
-        __threadfence();
-        weft_gemm_named_sync(4, 256);
-        if (tid == 128) {
-          u32 old;
-          asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                       : "=r"(old)
-                       : "l"(splitk_counters + w.tile)
-                       : "memory");
-          int last = old == (u32)(k_splits - 1);
-          if (last) splitk_counters[w.tile] = 0; /* ready for the next launch */
-          *flag = last;
-        }
-        weft_gemm_named_sync(4, 256);
-        if (*flag) {
+          for (int v = 0; v < nv; v++)
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ws + w.split * split_stride + v * 128),
+                         "f"(d[4 * v]), "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
+                         : "memory");
           __threadfence();
-          /* reads every split (its own too) from the workspace: no accumulator is live here */
-#pragma unroll 1
-          for (int j = 0; j < WEFT_GEMM_WG_N / 8; j++)
+          weft_gemm_named_sync(4, 256);
+          if (tid == 128) {
+            u32 old;
+            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                         : "=r"(old)
+                         : "l"(splitk_counters + w.tile)
+                         : "memory");
+            const int is_last = old == (u32)(k_splits - 1);
+            if (is_last) splitk_counters[w.tile] = 0; /* ready for the next launch */
+            *flag = is_last;
+          }
+          weft_gemm_named_sync(4, 256);
+          last = *flag;
+          if (last) {
+            __threadfence();
+            /* The last CTA sums the splits in split order (its own read back too, so that the
+             * accumulators are free), so the result does not depend on which CTA came last. The
+             * sum is latency-bound: VC float4s per thread per split, the next split's loads
+             * issued before the current one is added (double-buffered). */
+#define WEFT_GEMM_VC (nv < 8 ? nv : nv > 16 ? 4 : 8) /* within 168 registers */
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-              int row = row_a + 8 * h, col = col_a + 8 * j;
-              if (row < M && col < N) {
-                float s0 = 0.f, s1 = 0.f;
-                for (int s = 0; s < k_splits; s++) {
-                  const float *q = splitk_ws + (u64)s * M * N + (u64)row * N + col;
-                  float x0, x1;
-                  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];"
-                               : "=f"(x0), "=f"(x1)
-                               : "l"(q)
-                               : "memory");
-                  s0 += x0;
-                  s1 += x1;
+            for (int v0 = 0; v0 < nv; v0 += WEFT_GEMM_VC) {
+              float a[4 * WEFT_GEMM_VC];
+              float4 x[WEFT_GEMM_VC], y[WEFT_GEMM_VC];
+#pragma unroll
+              for (int i = 0; i < 4 * WEFT_GEMM_VC; i++) a[i] = 0.f;
+              const float4 *q = ws + v0 * 128;
+#pragma unroll
+              for (int i = 0; i < WEFT_GEMM_VC; i++) x[i] = weft_gemm_ld_cg_v4(q + i * 128);
+#pragma unroll 1
+              for (int sp = 0; sp < k_splits; sp++) {
+                if (sp + 1 < k_splits) {
+                  q += split_stride;
+#pragma unroll
+                  for (int i = 0; i < WEFT_GEMM_VC; i++) y[i] = weft_gemm_ld_cg_v4(q + i * 128);
                 }
-#if WEFT_GEMM_OUT == 2
-                float *o = (float *)c + (u64)row * N + col;
-                asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1)
-                             : "memory");
-#else
-                u32 *o = (u32 *)((unsigned short *)c + (u64)row * N + col);
-                *o = weft_gemm_pack(s0, s1);
-#endif
+#pragma unroll
+                for (int i = 0; i < WEFT_GEMM_VC; i++) {
+                  a[4 * i] += x[i].x;
+                  a[4 * i + 1] += x[i].y;
+                  a[4 * i + 2] += x[i].z;
+                  a[4 * i + 3] += x[i].w;
+                  x[i] = y[i];
+                }
               }
+              /* float4 v holds fragment column group j = v */
+#pragma unroll
+              for (int i = 0; i < WEFT_GEMM_VC; i++)
+                weft_gemm_store_group(c, M, N, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
+                                      a[4 * i + 2], a[4 * i + 3]);
             }
+#undef WEFT_GEMM_VC
+          }
+        }
+        if (last) {
 #if WEFT_GEMM_HOOK_NOTIFY
           /* the same contract as the TMA-store path: +1 per stored 64-row sub-tile, released
            * after every thread of the warpgroup wrote its part */

@@ -553,7 +553,7 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   int ctm = (tiles_m + c.cluster - 1) / c.cluster;
   int ks = c.splitk ? c.ks : 1;
   int work = ctm * tiles_n * ks;
-  size_t need_ws = c.splitk ? (size_t)ks * p.M * p.N : 0;
+  size_t need_ws = c.splitk ? (size_t)ks * tiles_m * c.bm * tiles_n * c.bn : 0;
   if (need_ws > I.ws_floats) {
     if (I.ws) CK(cudaFree(I.ws));
     CK(cudaMalloc(&I.ws, need_ws * 4));
@@ -1016,6 +1016,37 @@ static void suite_small(void) {
     }
 }
 
+/* small M: a wide sweep (BM, BN, stages, splits) per decode shape, to set choose_config() */
+static void suite_smallsweep(void) {
+  printf("== small M sweep (cold B)\n");
+  const int ms[] = {1, 16, 64, 128};
+  for (auto &nk : nk_small)
+    for (int m : ms) {
+      Prob p = {m, nk[0], nk[1], DT_BF16, DT_BF16, 1};
+      std::vector<Cfg> v;
+      int nkb = (p.K + 63) / 64;
+      for (int bm : {64, 128})
+        for (int bn : {64, 128, 256}) {
+          if (bm == 128 && m <= 64 && bn != 128) continue;
+          int tiles = ((m + bm - 1) / bm) * ((p.N + bn - 1) / bn);
+          for (int ks : {1, 2, 3, 4, 6, 8, 12, 16}) {
+            if (ks > 1 && (ks > nkb / 2 || tiles * ks > 2 * g_sms)) continue;
+            if (ks == 1 && tiles > 4 * g_sms) continue;
+            /* ks == 1: both epilogues (TMA store; direct stores of the split-K kernel) */
+            for (int direct = ks > 1 || (bm == 64 && bn == 64); direct <= 1; direct++) {
+              Cfg c;
+              c.bm = bm, c.bn = bn, c.cluster = 1, c.ks = ks, c.splitk = direct;
+              size_t stage = (size_t)bm * 128 + (size_t)bn * 128;
+              int epi = c.splitk ? 0 : 2 * 2 * 8192;
+              c.stages = (int)std::min<size_t>(8, (232448 - 1024 - 64 - epi) / stage);
+              v.push_back(c);
+            }
+          }
+        }
+      perf_shape(p, v, "sweep", true);
+    }
+}
+
 static void suite_variants(void) {
   printf("== variant ladder at 8192^3 and 8192x3584x8192\n");
   const int shapes[][3] = {{8192, 8192, 8192}, {8192, 3584, 8192}};
@@ -1171,6 +1202,7 @@ int main(int argc, char **argv) {
   if (suite == "perf" || suite == "all") suite_perf();
   if (suite == "layouts" || suite == "all") suite_layouts();
   if (suite == "small" || suite == "all") suite_small();
+  if (suite == "smallsweep") suite_smallsweep();
   if (g_json) fclose(g_json);
   printf("%s\n", g_fail ? "FAILED" : "ALL OK");
   return g_fail ? 1 : 0;

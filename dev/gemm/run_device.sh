@@ -15,7 +15,7 @@ nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_de
 echo "build $(( $(date +%s) - t0 )) s" > "$out/summary.txt"
 for s in $suites; do
   t1=$(date +%s)
-  case $s in smoke) lim=40 ;; correct|perf) lim=150 ;; small) lim=120 ;; timeout) lim=40 ;; *) lim=90 ;; esac
+  case $s in smoke) lim=40 ;; correct|perf) lim=150 ;; small) lim=120 ;; smallsweep) lim=300 ;; timeout) lim=40 ;; *) lim=90 ;; esac
   timeout $lim "$out/gemm_dev" --suite "$s" --json "$out/$s.json" > "$out/$s.log" 2>&1
   rc=$?
   echo "suite $s rc=$rc $(( $(date +%s) - t1 )) s: $(tail -1 "$out/$s.log")" >> "$out/summary.txt"
@@ -27,5 +27,5 @@ grep -h "FAIL\|probe\|ptxas\|error\|rror" "$out"/*.log | grep -v "^  check.* ok$
 echo "---- hooks"; grep -h "hooks.*exact\|WRONG" "$out/hooks.log" 2>/dev/null | head -12
 echo "---- timeout"; cat "$out/timeout.log" 2>/dev/null | tail -4
 echo "---- table (TFLOP/s, medians of interleaved samples; ratio = cuBLAS time / weft time)"
-python3 dev/gemm/summarize.py "$out"/variants.json "$out"/perf.json "$out"/small.json "$out"/layouts.json "$out"/hooks.json 2>&1 | tee "$out/table.txt"
+python3 dev/gemm/summarize.py "$out"/smallsweep.json "$out"/variants.json "$out"/perf.json "$out"/small.json "$out"/layouts.json "$out"/hooks.json 2>&1 | tee "$out/table.txt"
 echo "---- summary"; cat "$out/summary.txt"
