@@ -165,6 +165,7 @@ static Cfg choose_config(const Prob &p) {
 static Cfg fix_cfg(Cfg c, const Prob &p) {
   int wgn = c.bm == 128 ? c.bn : c.bn / 2;
   int boxes = wgn * dt_size(p.dout) / 128;
+  if (c.splitk || boxes < 1) return c; /* direct-store epilogue: no staging boxes */
   if (c.epi > boxes) c.epi = boxes;
   while (boxes % c.epi) c.epi--;
   return c;
