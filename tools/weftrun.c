@@ -12,8 +12,9 @@
  * SIGTERM, then SIGKILL after a grace period, and weftrun exits with the failing rank's code
  * (128 + signal for a signal). SIGINT/SIGTERM/SIGHUP are passed on to every rank (a second one
  * kills them). -t ends a job that runs too long (exit 124). Exit 77 (skip, as ctest's
- * SKIP_RETURN_CODE) when every rank exits 77, or before starting when the machine has no driver
- * or fewer GPUs than ranks (unless --cpu).
+ * SKIP_RETURN_CODE) when every rank exits 77, or before starting when the machine has no GPU
+ * (no NVIDIA device nodes and no driver) or fewer GPUs than ranks (unless --cpu); 1 when the
+ * device nodes are there but the driver cannot be used.
  *
  * Each rank runs in its own process group, so that ending a rank also ends what it started (a
  * shell that runs the real program, say), and dies with weftrun (PR_SET_PDEATHSIG) so that a
@@ -172,7 +173,15 @@ static int reserve_port(int *port) {
   return s;
 }
 
-/* Returns 0 when the GPUs are there, else the exit code (77: skip). */
+/* Whether the machine shows NVIDIA device nodes: then a driver that cannot be used is a
+ * failure to report, not a machine without GPUs to skip on (which would turn every GPU test
+ * green there). */
+static bool nvidia_devices_present(void) {
+  return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0;
+}
+
+/* Returns 0 when the GPUs are there, else the exit code (77: skip; 1: GPUs present but the
+ * driver unusable). */
 static int check_gpus(int n) {
   /* The loader logs its failure at WARN; weftrun says it once, in its own words. The log level
    * is read once per process, so unsetting the variable afterwards keeps it from the ranks. */
@@ -181,6 +190,11 @@ static int check_gpus(int n) {
   weft_status_t st = weft_cu_load(NULL, NULL);
   if (quiet) unsetenv("WEFT_DEBUG");
   if (st != WEFT_STATUS_SUCCESS) {
+    if (nvidia_devices_present()) {
+      fprintf(stderr, "weftrun: NVIDIA devices are present (/dev/nvidia*) but the CUDA driver cannot "
+                      "be used: %s\n", weft_get_last_error());
+      return 1;
+    }
     printf("weftrun: no GPU (%s); skipping\n", weft_get_last_error());
     return 77;
   }
@@ -189,6 +203,11 @@ static int check_gpus(int n) {
   if (res != CUDA_SUCCESS) {
     const char *name = "?";
     if (weft_cu.cuGetErrorName) weft_cu.cuGetErrorName(res, &name);
+    if (nvidia_devices_present()) {
+      fprintf(stderr, "weftrun: NVIDIA devices are present (/dev/nvidia*) but cuDeviceGetCount "
+                      "failed: %s\n", name);
+      return 1;
+    }
     printf("weftrun: no GPU (cuDeviceGetCount failed: %s); skipping\n", name);
     return 77;
   }
