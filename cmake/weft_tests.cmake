@@ -1,6 +1,8 @@
 # weft_add_test(<source> <cpu|gpu>): one test program, its ctest entries, TIMEOUT, labels and
 # SKIP_RETURN_CODE 77. The source's "weft-test:" line gives ranks= and timeout= (see
 # tests/CMakeLists.txt). Programs link the static library so that they reach internals.
+set(WEFT_TEST_EXTRA_RANKS "8" CACHE STRING "World sizes every multi-rank GPU test also runs at")
+
 function(weft_add_test src kind)
   get_filename_component(name ${src} NAME_WE)
   file(STRINGS ${src} spec REGEX "weft-test:" LIMIT_COUNT 1)
@@ -10,6 +12,15 @@ function(weft_add_test src kind)
     set(ranks driver)
   elseif(spec MATCHES "ranks=([0-9,]+)")
     string(REPLACE "," ";" ranks "${CMAKE_MATCH_1}")
+  endif()
+  if(kind STREQUAL "gpu" AND "4" IN_LIST ranks)
+    # Tests that scale (they run at 4) also run at the extra world sizes (default 8, the
+    # papers' node): they skip (77) through weftrun on machines with fewer GPUs.
+    foreach(n IN LISTS WEFT_TEST_EXTRA_RANKS)
+      if(NOT n IN_LIST ranks)
+        list(APPEND ranks ${n})
+      endif()
+    endforeach()
   endif()
   if(spec MATCHES "timeout=([0-9]+)")
     set(timeout ${CMAKE_MATCH_1})
