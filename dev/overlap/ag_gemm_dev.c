@@ -121,7 +121,7 @@ static void launch_gemm(ctx_t *x, weft_kernel_t *k, CUtensorMap *ta, CUstream s)
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   cfg.grid[0] = (unsigned)(x->sms & ~1);
   cfg.block[0] = 384;
-  cfg.cluster[0] = CL;
+  cfg.cluster[0] = CL, cfg.cluster[1] = cfg.cluster[2] = 1;
   cfg.shared_bytes = SMEM;
   void *cptr = (void *)(uintptr_t)x->c;
   int M = x->M, N = x->nloc, K = x->K, rot = x->me * x->mloc / (BM * CL), rps = x->mloc, one = 1;
