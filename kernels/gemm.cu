@@ -35,7 +35,8 @@
  *   WEFT_GEMM_OUT        [0] 0 = bf16, 1 = fp16, 2 = fp32
  *   WEFT_GEMM_B_KMAJOR   [1] 1: B is [N,K] row-major (K contiguous, "weights", C = A B^T);
  *                        0: B is [K,N] row-major (N contiguous, C = A B)
- *   WEFT_GEMM_CLUSTER_M  [1] 1 or 2: 2x1 cluster along M, B multicast (needs BM=128, no split-K)
+ *   WEFT_GEMM_CLUSTER_M  [1] 1 or 2: 2x1 cluster along M (two M tiles, one N tile), each CTA
+ *                        loading half of B and multicasting it to both
  *   WEFT_GEMM_GROUP      [8] grouped-raster group size, in tile-rows of CLUSTER_M*BM rows
  *   WEFT_GEMM_EPI_BUFS   [2] staging boxes per consumer WG (8 KiB each); a WG's output of
  *                        64 x WG_N is written as WG_N*outsize/128 boxes, EPI_BUFS at a time
@@ -210,8 +211,8 @@
 #if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
 #error "WEFT_GEMM_CLUSTER_M must be 1 or 2"
 #endif
-#if WEFT_GEMM_CLUSTER_M == 2 && (WEFT_GEMM_SPLITK || WEFT_GEMM_BM != 128)
-#error "2x1 clusters need BM=128 and no split-K"
+#if WEFT_GEMM_CLUSTER_M == 2 && WEFT_GEMM_BM == 64 && WEFT_GEMM_BN / 2 > 128
+#error "2x1 clusters with BM=64 take BN up to 256"
 #endif
 #if !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_BN % (64 * WEFT_GEMM_CLUSTER_M))
 #error "N-major B needs BN a multiple of 64 per cluster CTA"
@@ -639,6 +640,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 
   if (tid == 0) {
+    /* the maps' first use otherwise waits for their fetch from parameter space */
+    asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_a) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_b) : "memory");
+#if !WEFT_GEMM_SPLITK
+    asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_c) : "memory");
+#endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
       weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
@@ -799,7 +806,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       /* Fragment of m64nNk16's fp32 D held by this thread: d[4j + 2h + e] is row
        * 16*warp + lane/4 + 8h, col 8j + 2*(lane%4) + e of the WG's 64 x WG_N block. */
 #if WEFT_GEMM_SPLITK
-      {
+      /* a cluster's tile wholly past M (odd tile-row count) has no partial and no counter */
+      if (w.m0 < M) {
         const int nv = WEFT_GEMM_WG_N / 8;
         const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
         const int col_a = w.n0 + col_off + 2 * (lane & 3);

@@ -1036,14 +1036,16 @@ static void suite_smallsweep(void) {
             if (ks > 1 && (ks > nkb / 2 || tiles * ks > 2 * g_sms)) continue;
             if (ks == 1 && tiles > 4 * g_sms) continue;
             /* ks == 1: both epilogues (TMA store; direct stores of the split-K kernel) */
-            for (int direct = ks > 1 || (bm == 64 && bn == 64); direct <= 1; direct++) {
-              Cfg c;
-              c.bm = bm, c.bn = bn, c.cluster = 1, c.ks = ks, c.splitk = direct;
-              size_t stage = (size_t)bm * 128 + (size_t)bn * 128;
-              int epi = c.splitk ? 0 : 2 * 2 * 8192;
-              c.stages = (int)std::min<size_t>(8, (232448 - 1024 - 64 - epi) / stage);
-              v.push_back(c);
-            }
+            for (int direct = ks > 1 || (bm == 64 && bn == 64); direct <= 1; direct++)
+              /* 2x1 clusters (B multicast) where there are two M tiles */
+              for (int cl = 1; cl <= (bm == 64 && m > 64 ? 2 : 1); cl++) {
+                Cfg c;
+                c.bm = bm, c.bn = bn, c.cluster = cl, c.ks = ks, c.splitk = direct;
+                size_t stage = (size_t)bm * 128 + (size_t)bn * 128;
+                int epi = c.splitk ? 0 : 2 * 2 * 8192;
+                c.stages = (int)std::min<size_t>(8, (232448 - 1024 - 64 - epi) / stage);
+                v.push_back(c);
+              }
           }
         }
       perf_shape(p, v, "sweep", true);
