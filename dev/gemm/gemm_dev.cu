@@ -138,15 +138,17 @@ static int g_sms = 132;
 
 /* The shape heuristic recommended for the launcher (measured in NOTES.md). */
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little
- * work is left after the stream (split-K reduction). The H100 sweep (dev/gemm/NOTES.md) found
- * the best at about 45-130 CTAs: the largest tile that still gives enough tiles (a third of the
- * SMs for M <= 64, half for M <= 128), then splits up to about two thirds of the SMs. */
+ * work is left after the stream (split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found
+ * the best at about 45-130 CTAs: the largest tile that still gives enough tiles (three quarters
+ * of the SMs for M <= 64, half for M <= 128), then splits up to about two thirds of the SMs.
+ * [K,N] B has no 32-column warpgroup tiles (BM=64 BN=64). */
 static Cfg choose_config(const Prob &p) {
   Cfg c;
   if (p.M <= 128) {
     static const int small[][2] = {{64, 128}, {64, 64}}, mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
     const int(*cand)[2] = p.M <= 64 ? small : mid;
-    int ncand = p.M <= 64 ? 2 : 3, enough = p.M <= 64 ? g_sms / 3 : g_sms / 2;
+    int ncand = p.M <= 64 ? 2 : 3, enough = p.M <= 64 ? 3 * g_sms / 4 : g_sms / 2;
+    if (!p.bkmajor) ncand--; /* drop BM=64 BN=64 */
     int tiles = 0;
     for (int i = 0; i < ncand; i++) {
       c.bm = cand[i][0], c.bn = cand[i][1];
