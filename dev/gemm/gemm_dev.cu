@@ -875,11 +875,17 @@ static void suite_correct(void) {
             c2.bn = 128;
             c2.stages = 6;
             check_ref64(I, c2);
-          } else { /* small-M without split-K */
-            Cfg c2 = c;
-            c2.splitk = 0;
-            c2.ks = 1;
+          } else { /* small M: the other epilogues of the same tile */
+            Cfg c2 = c; /* the workspace reduction (two splits) or the direct store (one) */
+            c2.splitk = 1;
+            c2.ks = c.ks > 1 || (p.K + 63) / 64 < 2 ? 1 : 2;
             check_ref64(I, c2);
+            if (c.bn / (c.bm == 128 ? 1 : 2) >= 64) { /* the TMA-store kernel */
+              Cfg c3 = c;
+              c3.splitk = 0;
+              c3.ks = 1;
+              check_ref64(I, c3);
+            }
           }
           inst_free(I);
         }
