@@ -139,16 +139,19 @@ static int g_sms = 132;
 /* The shape heuristic recommended for the launcher (measured in NOTES.md). */
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little
  * work is left after the stream (split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found
- * the best at about 45-130 CTAs: the largest tile that still gives enough tiles (three quarters
- * of the SMs for M <= 64, half for M <= 128), then splits up to about two thirds of the SMs.
+ * the best at about 45-130 CTAs: for M <= 16 BM=64 BN=128 with splits up to the SMs; above, the
+ * largest tile that still gives enough tiles (three quarters of the SMs for M <= 64, half for
+ * M <= 128), then splits up to about two thirds of the SMs.
  * [K,N] B has no 32-column warpgroup tiles (BM=64 BN=64). */
 static Cfg choose_config(const Prob &p) {
   Cfg c;
   if (p.M <= 128) {
     static const int small[][2] = {{64, 128}, {64, 64}}, mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
     const int(*cand)[2] = p.M <= 64 ? small : mid;
-    int ncand = p.M <= 64 ? 2 : 3, enough = p.M <= 64 ? 3 * g_sms / 4 : g_sms / 2;
-    if (!p.bkmajor) ncand--; /* drop BM=64 BN=64 */
+    /* M <= 16 is pure streaming: one tile shape, splits up to all the SMs */
+    int ncand = p.M <= 16 ? 1 : p.M <= 64 ? 2 : 3;
+    int enough = p.M <= 64 ? 3 * g_sms / 4 : g_sms / 2, target = p.M <= 16 ? g_sms : 2 * g_sms / 3;
+    if (!p.bkmajor && ncand > 1) ncand--; /* drop BM=64 BN=64 */
     int tiles = 0;
     for (int i = 0; i < ncand; i++) {
       c.bm = cand[i][0], c.bn = cand[i][1];
@@ -156,7 +159,7 @@ static Cfg choose_config(const Prob &p) {
       if (tiles >= enough) break;
     }
     int nkb = (p.K + 63) / 64;
-    int ks = (2 * g_sms / 3 + tiles / 2) / tiles;
+    int ks = (target + tiles / 2) / tiles;
     if (ks > nkb / 16) ks = nkb / 16;
     if (ks < 1) ks = 1;
     c.ks = ks;
