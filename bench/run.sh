@@ -25,10 +25,13 @@ run() { # name, ranks, args...
   "$build/tools/weftrun" -n "$n" "$build/tools/weft-bench" "$@" -J "$logs/$name.json" 2>&1 | tee "$logs/$name.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 }
+# GEMM beside cuBLAS on every GPU at once (each rank its own GEMM; the slowest rank's times)
+run gemm "$ngpu" gemm
+run gemm-hooks "$ngpu" gemm --hooks
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
   run allgather "$ngpu" allgather
 else
-  echo "primitives: needs 2 GPUs, skipped"
+  echo "primitives, allgather: need 2 GPUs, skipped"
 fi
 exit $status

@@ -245,6 +245,31 @@ WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, vo
                                       weft_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
+/* GEMM (local to this GPU; the building block of the overlapped ops)                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How B is stored. */
+typedef enum weft_gemm_layout {
+  WEFT_GEMM_LAYOUT_NK = 0, /* B is [n, k] row-major (weights as torch.nn.Linear keeps them): C = A B^T */
+  WEFT_GEMM_LAYOUT_KN      /* B is [k, n] row-major: C = A B */
+} weft_gemm_layout_t;
+
+/* C[m, n] = A[m, k] B^T (LAYOUT_NK) or A B (LAYOUT_KN), on the caller's stream, accumulated in
+ * fp32. A, B and C are row-major with row strides lda, ldb, ldc (elements). in is WEFT_DTYPE_BF16
+ * or WEFT_DTYPE_FP16 (A and B alike); out is BF16, FP16 or FP32. Any m, n, k >= 0 (k = 0 writes
+ * zeros); A, B and C 16-byte aligned; lda and ldb multiples of 8 (TMA reads 16-byte rows: so
+ * contiguous A needs k % 8 == 0, and contiguous [k, n] B n % 8 == 0); ldc any >= n.
+ * Hopper (sm_90) only. The first call with a new shape class compiles its kernel (cached on disk
+ * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
+ * Decode shapes (m <= 128) split k over the SMs through a workspace of the communicator: GEMMs
+ * of one communicator that may run at the same time (on different streams) must not both be
+ * small-m ones; give each concurrent stream its own communicator, as with a cuBLAS handle. */
+WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
+                                 void *c, int ldc, int m, int n, int k, weft_dtype_t in,
+                                 weft_dtype_t out, weft_gemm_layout_t layout,
+                                 weft_stream_t stream);
+
+/* ------------------------------------------------------------------------------------------ */
 /* JIT: compile CUDA C tile programs that use the device library (<weft/device.cuh>)           */
 /* ------------------------------------------------------------------------------------------ */
 

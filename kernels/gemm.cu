@@ -89,6 +89,8 @@
  *                                       wait writes status TIMEOUT, op "gemm tile <t>",
  *                                       signal_index (index into wait_signals), expected,
  *                                       observed, rank = peer = -1 (first reporter wins)
+ *  19  long long ldc                    SPLITK: C's row stride in elements (any, >= N); the TMA
+ *                                       store takes its stride from tm_c instead
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
@@ -96,8 +98,11 @@
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
  *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64}
- * Requirements: K % 8 == 0 (TMA strides), N % 8 == 0 (C's and [K,N] B's row strides are
- * 16-byte multiples), all base pointers 16-byte aligned. M any. SPLITK: N % 2 == 0.
+ * (the strides may exceed the dims: row strides lda, ldb, ldc in place of K, N, ...).
+ * Requirements: every row stride of a tensor map a multiple of 16 bytes (TMA), so K % 8 == 0
+ * and lda, ldb (and ldc for the TMA store) multiples of 8 elements (4 for fp32 C); base
+ * pointers 16-byte aligned. M and N any: the direct-store epilogue (SPLITK=1, k_splits = 1 for
+ * no split) writes C of any N and any ldc, element by element where pairs would be unaligned.
  *
  * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of CLUSTER_M, at
  * most the number of co-resident CTAs = SMs, one CTA per SM); cluster dims {CLUSTER_M, 1, 1};
@@ -347,20 +352,36 @@ __device__ __forceinline__ u32 weft_gemm_pack(float lo, float hi) {
 }
 
 /* The direct (split-K kernel) epilogue's store of one accumulator column group: f0, f1 at
- * (row, col), (row, col + 1) and f2, f3 at row + 8, as the m64nNk16 fragment holds them. */
-__device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, int row, int col,
-                                                      float f0, float f1, float f2, float f3) {
+ * (row, col), (row, col + 1) and f2, f3 at row + 8, as the m64nNk16 fragment holds them. col is
+ * even, so the pair is one aligned vector store whenever ldc is even and col + 1 < N; otherwise
+ * (odd N or row stride: C that TMA cannot store) element by element. */
+__device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64 ldc, int row,
+                                                      int col, float f0, float f1, float f2,
+                                                      float f3) {
   if (col >= N) return;
+  const int pair = col + 1 < N && !(ldc & 1);
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     if (row + 8 * h >= M) continue;
     const float s0 = h ? f2 : f0, s1 = h ? f3 : f1;
+    const u64 at = (u64)(row + 8 * h) * ldc + col;
 #if WEFT_GEMM_OUT == 2
-    float *o = (float *)c + (u64)(row + 8 * h) * N + col;
-    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1) : "memory");
+    float *o = (float *)c + at;
+    if (pair) {
+      asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1) : "memory");
+    } else {
+      o[0] = s0;
+      if (col + 1 < N) o[1] = s1;
+    }
 #else
-    u32 *o = (u32 *)((unsigned short *)c + (u64)(row + 8 * h) * N + col);
-    *o = weft_gemm_pack(s0, s1);
+    unsigned short *o = (unsigned short *)c + at;
+    const u32 v = weft_gemm_pack(s0, s1);
+    if (pair) {
+      *(u32 *)o = v;
+    } else {
+      o[0] = (unsigned short)v;
+      if (col + 1 < N) o[1] = (unsigned short)(v >> 16);
+    }
 #endif
   }
 }
@@ -606,7 +627,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               const int *order_table, int order_rotate_m, const u64 *wait_signals,
               int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
-              int k_splits, weft_device_error_t *error) {
+              int k_splits, weft_device_error_t *error, long long ldc) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
   u32 base = (weft_gemm_smem(weft_gemm_dyn_smem) + 1023u) & ~1023u;
@@ -817,7 +838,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (last) {
 #pragma unroll
           for (int v = 0; v < nv; v++)
-            weft_gemm_store_group(c, M, N, row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1],
+            weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1],
                                   d[4 * v + 2], d[4 * v + 3]);
         } else {
           /* A partial tile goes to the workspace in the accumulator's own layout: thread wtid of
@@ -881,7 +902,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               /* float4 v holds fragment column group j = v */
 #pragma unroll
               for (int i = 0; i < WEFT_GEMM_VC; i++)
-                weft_gemm_store_group(c, M, N, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
+                weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
                                       a[4 * i + 2], a[4 * i + 3]);
             }
 #undef WEFT_GEMM_VC
@@ -906,6 +927,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
       {
         (void)c;
+        (void)ldc;
         (void)splitk_ws;
         (void)splitk_counters;
         const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);

@@ -126,8 +126,9 @@ static void gemm_launch(weft_comm_t *comm, weft_kernel_t *k, int sms, CUtensorMa
   float *ws = NULL;
   unsigned *ctr = NULL;
   void *err = (void *)(uintptr_t)comm->error_dev;
+  long long ldc = N;
   void *args[] = {ta,     tb,       tc,      &cptr,  &M,  &N,  &K,   &table, &rot, &sig,
-                  &wrows, &expected, &timeout, &notify, &nrows, &ws, &ctr, &one, &err};
+                  &wrows, &expected, &timeout, &notify, &nrows, &ws, &ctr, &one, &err, &ldc};
   W(weft_kernel_launch(k, &cfg, args, (weft_stream_t)s));
 }
 

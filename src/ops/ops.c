@@ -13,6 +13,7 @@ static const struct {
   void (*destroy)(weft_comm_t *);
 } ops_table[] = {
     {"allgather", weft_allgather_init, weft_allgather_destroy},
+    {"gemm", weft_gemm_init, weft_gemm_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {

@@ -7,11 +7,13 @@
 #define WEFT_OPS_H
 
 #include <cuda.h>
+#include <pthread.h>
 
 #include "../internal.h"
 
 struct weft_module;
 struct weft_kernel;
+struct weft_gemm_kernel;
 
 #define WEFT_OPS_SIDE_STREAMS 2 /* besides the caller's: the copy engines run 3 copies at once */
 
@@ -21,6 +23,13 @@ typedef struct weft_ops {
   struct weft_kernel *ag_enter, *ag_exit, *ag_sm, *ag_ll;
   unsigned char *ag_ll_buf; /* [2][local_world][ag_ll_slot] symmetric */
   size_t ag_ll_slot;
+  /* gemm: the specialisations loaded so far, and the split-K scratch */
+  pthread_mutex_t gemm_lock;
+  struct weft_gemm_kernel *gemm_kernels;
+  float *gemm_ws;
+  unsigned *gemm_counters;
+  size_t gemm_ws_floats;
+  int gemm_ws_counters;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
@@ -34,5 +43,7 @@ void weft_ops_destroy(weft_comm_t *comm);
 /* One op's hooks (ops.c's table). */
 weft_status_t weft_allgather_init(weft_comm_t *comm);
 void weft_allgather_destroy(weft_comm_t *comm);
+weft_status_t weft_gemm_init(weft_comm_t *comm);
+void weft_gemm_destroy(weft_comm_t *comm);
 
 #endif

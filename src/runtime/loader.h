@@ -47,6 +47,8 @@
   X(cuMemsetD8)                                                                           \
   X(cuMemsetD8Async)                                                                      \
   X(cuMemsetD32Async)                                                                     \
+  X(cuMemsetD2D16Async)                                                                   \
+  X(cuMemsetD2D32Async)                                                                   \
   X(cuMemGetAllocationGranularity)                                                        \
   X(cuMemCreate)                                                                          \
   X(cuMemRelease)                                                                         \
@@ -87,6 +89,7 @@
   X(cuFuncGetAttribute)                                                                   \
   X(cuLaunchKernel)                                                                       \
   X(cuLaunchKernelEx)                                                                     \
+  X(cuOccupancyMaxActiveClusters)                                                          \
   X(cuTensorMapEncodeTiled)
 
 /* Entry points whose CUDA 13 version changed its arguments while cuda.h 13.0 still declares the

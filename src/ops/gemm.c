@@ -1,0 +1,356 @@
+/*
+ * gemm.c — weft_gemm and the launcher the overlapped ops share (gemm.h): argument checks, the
+ * shape heuristic, the specialisations of kernels/gemm.cu (see its launch contract), tensor
+ * maps and the launch. Shapes: A [m, k] (row stride lda), B [n, k] or [k, n] (ldb), C [m, n]
+ * (ldc), all row-major, strides in elements.
+ */
+#include "gemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+#include "ops.h"
+
+#define GEMM_THREADS 384 /* one producer and two consumer warpgroups */
+#define GEMM_BK 64
+
+struct weft_gemm_kernel {
+  char key[WEFT_GEMM_MAX_OPTIONS * 48];
+  struct weft_module *module;
+  struct weft_kernel *kernel;
+  int max_clusters; /* co-resident clusters: the persistent grid */
+  struct weft_gemm_kernel *next;
+};
+
+static int out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
+weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                      const void *a, const void *b, const void *c) {
+  WEFT_ARG(comm, p->in == WEFT_DTYPE_BF16 || p->in == WEFT_DTYPE_FP16,
+           "input dtype %d: the GEMM takes bf16 or fp16 A and B", (int)p->in);
+  WEFT_ARG(comm, p->out == WEFT_DTYPE_BF16 || p->out == WEFT_DTYPE_FP16 || p->out == WEFT_DTYPE_FP32,
+           "output dtype %d: the GEMM writes bf16, fp16 or fp32 C", (int)p->out);
+  WEFT_ARG(comm, p->m >= 0 && p->n >= 0 && p->k >= 0, "negative size (m %d, n %d, k %d)", p->m,
+           p->n, p->k);
+  if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, c, "C is NULL");
+  WEFT_ARG(comm, p->ldc >= p->n, "ldc %lld is less than n %d", p->ldc, p->n);
+  WEFT_ARG(comm, ((uintptr_t)c & 15) == 0, "C %p is not 16-byte aligned", c);
+  if (p->k == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, a && b, "A or B is NULL");
+  WEFT_ARG(comm, ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0,
+           "A %p and B %p must be 16-byte aligned (TMA)", a, b);
+  WEFT_ARG(comm, p->lda >= p->k, "lda %lld is less than k %d", p->lda, p->k);
+  WEFT_ARG(comm, p->ldb >= (p->b_kmajor ? p->k : p->n), "ldb %lld is less than %s %d", p->ldb,
+           p->b_kmajor ? "k" : "n", p->b_kmajor ? p->k : p->n);
+  /* TMA reads rows whose strides are 16-byte multiples */
+  WEFT_ARG(comm, p->lda % 8 == 0 && p->ldb % 8 == 0,
+           "lda %lld and ldb %lld must be multiples of 8 elements (16-byte rows for TMA)%s", p->lda,
+           p->ldb, p->b_kmajor ? "" : "; with [k, n] B, n itself when B is contiguous");
+  return WEFT_STATUS_SUCCESS;
+}
+
+/* ---- heuristic --------------------------------------------------------------------------------- */
+
+size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
+  size_t stage = (size_t)c->bm * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
+  return (size_t)c->stages * stage + (c->splitk ? 0 : 2 * (size_t)c->epi_bufs * 8192) +
+         16 * (size_t)c->stages + 16 + 1024;
+}
+
+/* Whether C can take TMA stores: a 16-byte-multiple row stride (and 16-byte alignment, which the
+ * checks require of every pointer). Otherwise the direct-store epilogue writes it. */
+static int c_takes_tma(const weft_gemm_problem_t *p) {
+  return p->ldc * out_size(p->out) % 16 == 0;
+}
+
+/* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
+ * is left after the stream (the split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found the
+ * best at about 45-130 CTAs: for m <= 16 BM=64 BN=128 with splits up to the SMs; above, the
+ * largest tile that still gives enough tiles (three quarters of the SMs for m <= 64, half for
+ * m <= 128), then splits up to about two thirds of the SMs. [k, n] B has no 32-column warpgroup
+ * tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B, 4 stages (the fast.cu
+ * ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+                             int ws_counters, weft_gemm_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->group = 8;
+  c->epi_bufs = 2;
+  c->k_splits = 1;
+  if (p->m <= 128) {
+    static const int small[][2] = {{64, 128}, {64, 64}}, mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
+    const int(*cand)[2] = p->m <= 64 ? small : mid;
+    int ncand = p->m <= 16 ? 1 : p->m <= 64 ? 2 : 3;
+    int enough = p->m <= 64 ? 3 * sms / 4 : sms / 2, target = p->m <= 16 ? sms : 2 * sms / 3;
+    if (!p->b_kmajor && ncand > 1) ncand--; /* drop BM=64 BN=64 */
+    long long tiles = 1;
+    for (int i = 0; i < ncand; i++) {
+      c->bm = cand[i][0], c->bn = cand[i][1];
+      tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
+      if (tiles >= enough) break;
+    }
+    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
+    long long ks = (target + tiles / 2) / tiles;
+    if (ks > nkb / 16) ks = nkb / 16;
+    /* whole partial tiles of every split must fit the communicator's workspace */
+    while (ks > 1 && (tiles > ws_counters || (size_t)(ks * tiles * c->bm * c->bn) > ws_floats)) ks--;
+    if (ks < 1) ks = 1;
+    c->k_splits = (int)ks;
+    /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
+    c->splitk = ks > 1 || (c->bm == 128 ? c->bn : c->bn / 2) == 32;
+    c->cluster = 1;
+    c->stages = c->bm == 128 && c->bn == 128 ? 6 : 8;
+  } else {
+    c->bm = 128;
+    c->bn = 256;
+    c->stages = 4;
+    c->cluster = 2;
+  }
+  if (!c_takes_tma(p)) c->splitk = 1; /* direct store, k_splits as chosen */
+  /* EPI_BUFS must divide the warpgroup's output boxes (WG_N * outsize / 128) */
+  int boxes = (c->bm == 128 ? c->bn : c->bn / 2) * out_size(p->out) / 128;
+  if (boxes < 1) boxes = 1;
+  if (c->epi_bufs > boxes) c->epi_bufs = boxes;
+  while (boxes % c->epi_bufs) c->epi_bufs--;
+  while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
+}
+
+int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
+                      const weft_gemm_hooks_t *h, char buf[WEFT_GEMM_MAX_OPTIONS][48],
+                      const char *opts[WEFT_GEMM_MAX_OPTIONS]) {
+  int n = 0;
+#define GEMM_DEFINE(name, value)                                                          \
+  do {                                                                                    \
+    snprintf(buf[n], sizeof buf[n], "-DWEFT_GEMM_" name "=%d", (int)(value));            \
+    opts[n] = buf[n];                                                                     \
+    n++;                                                                                  \
+  } while (0)
+  GEMM_DEFINE("BM", c->bm);
+  GEMM_DEFINE("BN", c->bn);
+  GEMM_DEFINE("STAGES", c->stages);
+  GEMM_DEFINE("CLUSTER_M", c->cluster);
+  GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
+  GEMM_DEFINE("GROUP", c->group);
+  GEMM_DEFINE("SPLITK", c->splitk);
+  GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
+  GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
+  GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
+  if (h && h->order_table) GEMM_DEFINE("ORDER_TABLE", 1);
+  if (h && h->wait_signals) GEMM_DEFINE("HOOK_WAIT", 1);
+  if (h && h->notify_counters) {
+    GEMM_DEFINE("HOOK_NOTIFY", 1);
+    if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
+    if (h->notify_defer) GEMM_DEFINE("NOTIFY_DEFER", 1);
+  }
+#undef GEMM_DEFINE
+  return n;
+}
+
+/* ---- specialisations ------------------------------------------------------------------------- */
+
+/* The loaded kernel for these options (compiled and loaded on first use). */
+static weft_status_t gemm_kernel(weft_comm_t *comm, const char *const *opts, int nopts,
+                                 const weft_gemm_config_t *c, struct weft_gemm_kernel **out) {
+  weft_ops_t *o = &comm->ops;
+  char key[sizeof((struct weft_gemm_kernel *)0)->key];
+  size_t len = 0;
+  for (int i = 0; i < nopts; i++) len += (size_t)snprintf(key + len, sizeof key - len, "%s ", opts[i]);
+  pthread_mutex_lock(&o->gemm_lock);
+  struct weft_gemm_kernel *g;
+  for (g = o->gemm_kernels; g; g = g->next)
+    if (!strcmp(g->key, key)) break;
+  weft_status_t st = WEFT_STATUS_SUCCESS;
+  if (!g) {
+    g = calloc(1, sizeof *g);
+    if (!g) {
+      st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "gemm kernel record");
+      goto out;
+    }
+    memcpy(g->key, key, sizeof key);
+    WEFT_CHECK_GOTO(weft_module_load_embedded(comm, "kernels/gemm.cu", opts, nopts, &g->module),
+                    st, fail);
+    WEFT_CHECK_GOTO(weft_module_get_kernel(g->module, "weft_gemm", &g->kernel), st, fail);
+    /* The persistent grid is what fits at once: one CTA per SM, and for 2x1 clusters the pairs
+     * that the GPCs hold (fewer than SMs / 2 where a GPC has an odd count). */
+    size_t smem = weft_gemm_smem_bytes(c);
+    CUresult r = weft_cu.cuFuncSetAttribute(g->kernel->function,
+                                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS) {
+      st = weft_cu_error(comm, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", __FILE__, __LINE__);
+      goto fail;
+    }
+    __atomic_store_n(&g->kernel->max_dynamic_smem, smem, __ATOMIC_RELEASE);
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    at.value.clusterDim.x = (unsigned)c->cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
+    CUlaunchConfig lc = {.gridDimX = (unsigned)(o->sms / c->cluster * c->cluster), .gridDimY = 1,
+                         .gridDimZ = 1, .blockDimX = GEMM_THREADS, .blockDimY = 1, .blockDimZ = 1,
+                         .sharedMemBytes = (unsigned)smem, .attrs = &at, .numAttrs = 1};
+    r = weft_cu.cuOccupancyMaxActiveClusters(&g->max_clusters, g->kernel->function, &lc);
+    if (r != CUDA_SUCCESS) {
+      st = weft_cu_error(comm, r, "cuOccupancyMaxActiveClusters", __FILE__, __LINE__);
+      goto fail;
+    }
+    if (g->max_clusters < 1) {
+      st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "gemm [%s]: no cluster of %d CTAs fits", key,
+                    c->cluster);
+      goto fail;
+    }
+    WEFT_TRACE("gemm [%s]: %d co-resident clusters", key, g->max_clusters);
+    g->next = o->gemm_kernels;
+    o->gemm_kernels = g;
+  }
+  goto out;
+fail:
+  if (g->module) weft_module_unload(g->module);
+  free(g);
+  g = NULL;
+out:
+  pthread_mutex_unlock(&o->gemm_lock);
+  *out = g;
+  return st;
+}
+
+/* ---- launch ---------------------------------------------------------------------------------- */
+
+static weft_status_t encode(weft_comm_t *comm, CUtensorMap *m, const void *ptr, weft_dtype_t t,
+                            uint64_t inner, uint64_t outer, long long stride, uint32_t box_in,
+                            uint32_t box_out) {
+  CUtensorMapDataType dt = t == WEFT_DTYPE_BF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                           : t == WEFT_DTYPE_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  cuuint64_t dims[2] = {inner, outer}, strides[1] = {(cuuint64_t)stride * weft_dtype_size(t)};
+  cuuint32_t box[2] = {box_in, box_out}, es[2] = {1, 1};
+  WEFT_CU(comm, cuTensorMapEncodeTiled(m, dt, 2, (void *)ptr, dims, strides, box, es,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                               const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *h,
+                               const void *a, const void *b, void *c, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_CHECK(weft_comm_make_current(comm));
+  if (p->k == 0) { /* C = 0, as cuBLAS writes with beta = 0 */
+    size_t pitch = (size_t)p->ldc * out_size(p->out);
+    if (p->out == WEFT_DTYPE_FP32)
+      WEFT_CU(comm, cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)c, pitch, 0, (size_t)p->n, (size_t)p->m, stream));
+    else
+      WEFT_CU(comm, cuMemsetD2D16Async((CUdeviceptr)(uintptr_t)c, pitch, 0, (size_t)p->n, (size_t)p->m, stream));
+    return WEFT_STATUS_SUCCESS;
+  }
+  weft_gemm_config_t chosen;
+  if (!cfg) {
+    weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
+    cfg = &chosen;
+  }
+  int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
+  int ks = cfg->splitk ? cfg->k_splits : 1;
+  if (ks > 1 && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
+                 tiles_m * tiles_n > o->gemm_ws_counters))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
+                    tiles_m, tiles_n, o->gemm_ws_floats);
+  if (!cfg->splitk && !c_takes_tma(p))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
+                    "(splitk) writes such C", p->ldc);
+
+  char buf[WEFT_GEMM_MAX_OPTIONS][48];
+  const char *opts[WEFT_GEMM_MAX_OPTIONS];
+  int nopts = weft_gemm_options(p, cfg, h, buf, opts);
+  struct weft_gemm_kernel *g;
+  WEFT_CHECK(gemm_kernel(comm, opts, nopts, cfg, &g));
+
+  CUtensorMap ta, tb, tc;
+  WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK, (uint32_t)cfg->bm));
+  if (p->b_kmajor)
+    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
+                      (uint32_t)(cfg->bn / cfg->cluster)));
+  else
+    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK));
+  if (cfg->splitk)
+    tc = ta; /* unused */
+  else
+    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
+                      (uint32_t)(128 / out_size(p->out)), 64));
+
+  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * ks;
+  int clusters = h && h->sms ? h->sms / cfg->cluster : g->max_clusters;
+  if (clusters > g->max_clusters) clusters = g->max_clusters;
+  if (clusters > work) clusters = work;
+  if (clusters < 1) clusters = 1;
+
+  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+  lc.grid[0] = (unsigned)(clusters * cfg->cluster);
+  lc.block[0] = GEMM_THREADS;
+  lc.cluster[0] = (unsigned)cfg->cluster, lc.cluster[1] = lc.cluster[2] = 1;
+  lc.shared_bytes = weft_gemm_smem_bytes(cfg);
+  void *cp = c;
+  int M = p->m, N = p->n, K = p->k;
+  const int *table = h ? h->order_table : NULL;
+  int rot = h ? h->rotate_m : 0;
+  const uint64_t *sig = h ? h->wait_signals : NULL;
+  int wrows = h && h->wait_rows > 0 ? h->wait_rows : 1;
+  unsigned long long expected = h ? h->wait_expected : 0, timeout = comm->timeout_ns;
+  uint64_t *notify = h ? h->notify_counters : NULL;
+  int nrows = h && h->notify_rows > 0 ? h->notify_rows : 1;
+  float *ws = o->gemm_ws;
+  unsigned *ctr = o->gemm_counters;
+  void *err = (void *)(uintptr_t)comm->error_dev;
+  long long ldc = p->ldc;
+  void *args[] = {&ta,  &tb,     &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig,
+                  &wrows, &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,    &err, &ldc};
+  return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
+}
+
+/* ---- the op ------------------------------------------------------------------------------------ */
+
+weft_status_t weft_gemm_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  pthread_mutex_init(&o->gemm_lock, NULL);
+  o->gemm_ws_counters = WEFT_GEMM_WS_TILES_PER_SM * o->sms;
+  o->gemm_ws_floats = (size_t)o->gemm_ws_counters * 128 * 128;
+  CUdeviceptr ws, ctr;
+  WEFT_CU(comm, cuMemAlloc(&ws, o->gemm_ws_floats * sizeof(float)));
+  o->gemm_ws = (float *)(uintptr_t)ws;
+  WEFT_CU(comm, cuMemAlloc(&ctr, (size_t)o->gemm_ws_counters * sizeof(unsigned)));
+  o->gemm_counters = (unsigned *)(uintptr_t)ctr;
+  /* the kernel leaves every counter it uses at zero again */
+  WEFT_CU(comm, cuMemsetD8(ctr, 0, (size_t)o->gemm_ws_counters * sizeof(unsigned)));
+  return WEFT_STATUS_SUCCESS;
+}
+
+void weft_gemm_destroy(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  for (struct weft_gemm_kernel *g = o->gemm_kernels, *next; g; g = next) {
+    next = g->next;
+    weft_module_unload(g->module);
+    free(g);
+  }
+  o->gemm_kernels = NULL;
+  if (o->gemm_ws) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_ws);
+  if (o->gemm_counters) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_counters);
+  o->gemm_ws = NULL;
+  o->gemm_counters = NULL;
+  pthread_mutex_destroy(&o->gemm_lock);
+}
+
+weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb, void *c,
+                        int ldc, int m, int n, int k, weft_dtype_t in, weft_dtype_t out,
+                        weft_gemm_layout_t layout, weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
+           "layout %d is not a weft_gemm_layout_t", (int)layout);
+  weft_gemm_problem_t p = {m, n, k, lda, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  WEFT_CHECK(weft_gemm_problem_check(comm, &p, a, b, c));
+  return weft_gemm_launch(comm, &p, NULL, NULL, a, b, c, (CUstream)stream);
+}

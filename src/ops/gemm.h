@@ -1,0 +1,78 @@
+/*
+ * gemm.h — the GEMM launcher inside the library: what weft_gemm and the overlapped ops (AG+GEMM,
+ * GEMM+RS, GEMM+AR) share. A problem (shapes, strides, dtypes) and a tile configuration become
+ * one specialisation of kernels/gemm.cu (-D defines, compiled once per communicator and cached
+ * on disk), tensor maps and one launch; the hooks (per-tile wait, per-tile notify, tile-order
+ * table, SM budget) are the overlapped ops' part.
+ */
+#ifndef WEFT_OPS_GEMM_H
+#define WEFT_OPS_GEMM_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "../internal.h"
+
+/* C[m, n] = A[m, k] op(B): A row-major with row stride lda; B [n, k] (b_kmajor) or [k, n],
+ * row stride ldb; C row-major with row stride ldc. Strides in elements. */
+typedef struct weft_gemm_problem {
+  int m, n, k;
+  long long lda, ldb, ldc;
+  weft_dtype_t in, out; /* in: BF16 or FP16; out: BF16, FP16 or FP32 */
+  int b_kmajor;
+} weft_gemm_problem_t;
+
+/* One specialisation of kernels/gemm.cu (its defines) and its split count. */
+typedef struct weft_gemm_config {
+  int bm, bn, stages, cluster, epi_bufs, group;
+  int splitk;   /* the direct-store / split-K kernel (WEFT_GEMM_SPLITK=1) */
+  int k_splits; /* 1 with splitk: direct store, no workspace */
+} weft_gemm_config_t;
+
+/* The overlap hooks. A NULL pointer leaves its hook compiled out. */
+typedef struct weft_gemm_hooks {
+  const int *order_table; /* position -> cluster-tile index (kernels/gemm.cu, param 7) */
+  int rotate_m;           /* device grouped order starting at this cluster tile-row */
+  const uint64_t *wait_signals; /* before a tile's first load: signal[row / wait_rows] >= */
+  int wait_rows;                /* wait_expected for every row of A the tile reads */
+  uint64_t wait_expected;
+  uint64_t *notify_counters; /* after a 64-row sub-tile's store: +1 on counter[row / */
+  int notify_rows;           /* notify_rows] (release; .sys when notify_sys) */
+  int notify_sys, notify_defer;
+  int sms; /* CTAs to run (the SM budget); 0: every SM */
+} weft_gemm_hooks_t;
+
+/* Split-K scratch of a communicator: whole partial tiles of the splits of one call. The chooser
+ * never asks for more (weft_gemm_config_choose's ws_floats). */
+#define WEFT_GEMM_WS_TILES_PER_SM 2 /* 128 x 128 fp32 tiles per SM */
+
+/* Checks a problem: WEFT_STATUS_SUCCESS or INVALID_ARGUMENT with the reason on comm. */
+weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                      const void *a, const void *b, const void *c);
+
+/* The shape heuristic (measured on H100/H200: dev/gemm/NOTES.md): the configuration for p on a
+ * GPU of `sms` multiprocessors whose split-K workspace holds ws_floats floats and ws_counters
+ * tile counters. Pure host arithmetic (the CPU tests enumerate its choices). */
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+                             int ws_counters, weft_gemm_config_t *cfg);
+
+/* The -D options of the specialisation for (p, cfg, hooks) into opts (borrowed pointers into
+ * buf); returns their number (at most WEFT_GEMM_MAX_OPTIONS). hooks may be NULL. */
+#define WEFT_GEMM_MAX_OPTIONS 20
+int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cfg,
+                      const weft_gemm_hooks_t *hooks, char buf[WEFT_GEMM_MAX_OPTIONS][48],
+                      const char *opts[WEFT_GEMM_MAX_OPTIONS]);
+
+/* Dynamic shared memory of a configuration (bytes); the kernel allows at most
+ * WEFT_GEMM_MAX_SMEM. */
+#define WEFT_GEMM_MAX_SMEM 232448
+size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
+
+/* Launches C = A op(B) on stream. cfg NULL: weft_gemm_config_choose; hooks NULL: none. The
+ * problem must have passed weft_gemm_problem_check. Compiles and loads the specialisation on
+ * first use (thread-safe). */
+weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                               const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks,
+                               const void *a, const void *b, void *c, CUstream stream);
+
+#endif

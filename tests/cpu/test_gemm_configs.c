@@ -1,0 +1,209 @@
+/*
+ * test_gemm_configs.c — every specialisation of kernels/gemm.cu that weft_gemm's heuristic can
+ * choose compiles under NVRTC for sm_90a, and the heuristic's choices keep the kernel's rules:
+ * shapes from decode (m = 1) to the per-GPU shapes of DESIGN.md's tables at TP=4 and TP=8, odd
+ * m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and PCIe
+ * (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
+ * checks. Needs no GPU (the JIT cache is off, so every compile really runs).
+ */
+// weft-test: timeout=1500
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/embedded.h"
+#include "jit/jit.h"
+#include "ops/gemm.h"
+
+#define MAX_SPECS 512
+
+static struct spec {
+  char opts[WEFT_GEMM_MAX_OPTIONS][48];
+  int nopts;
+  char key[1024];
+  char example[96];
+  int failed;
+} specs[MAX_SPECS];
+static int nspecs, failures;
+static const char *gemm_source;
+
+static void fail(const char *what) {
+  failures++;
+  printf("FAIL %s\n", what);
+}
+
+static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+  struct spec s;
+  memset(&s, 0, sizeof s);
+  const char *ptrs[WEFT_GEMM_MAX_OPTIONS];
+  s.nopts = weft_gemm_options(p, c, h, s.opts, ptrs);
+  size_t len = 0;
+  for (int i = 0; i < s.nopts; i++) len += (size_t)snprintf(s.key + len, sizeof s.key - len, "%s ", s.opts[i]);
+  for (int i = 0; i < nspecs; i++)
+    if (!strcmp(specs[i].key, s.key)) return;
+  if (nspecs == MAX_SPECS) {
+    fail("more specialisations than the test holds");
+    return;
+  }
+  snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p->m, p->n,
+           p->k, p->ldc, (int)p->in, (int)p->out, p->b_kmajor ? "NK" : "KN");
+  specs[nspecs++] = s;
+}
+
+/* The heuristic's rules that a compile does not catch (the kernel's #errors catch the rest). */
+static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, int sms,
+                         size_t ws_floats, int ws_counters) {
+  char what[256];
+  snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d",
+           p->m, p->n, p->k, p->ldc, (int)p->out, sms, c->bm, c->bn, c->stages, c->cluster,
+           c->k_splits);
+  int tiles = ((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
+  if (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM) fail(what);
+  if (c->k_splits < 1 || (c->k_splits > 1 && !c->splitk)) fail(what);
+  if (c->k_splits > 1 && ((size_t)c->k_splits * tiles * c->bm * c->bn > ws_floats || tiles > ws_counters))
+    fail(what);
+  if (c->k_splits > (p->k + 63) / 64) fail(what);
+  /* C without a 16-byte row stride must take the direct store */
+  if (p->ldc * (p->out == WEFT_DTYPE_FP32 ? 4 : 2) % 16 && !c->splitk) fail(what);
+  if (c->cluster != 1 && c->cluster != 2) fail(what);
+}
+
+static void *worker(void *arg) {
+  static int next;
+  for (;;) {
+    int i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    if (i >= nspecs) return arg;
+    struct spec *s = &specs[i];
+    const char *opts[WEFT_GEMM_MAX_OPTIONS];
+    for (int j = 0; j < s->nopts; j++) opts[j] = s->opts[j];
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    uint64_t t0 = weft_now_ns();
+    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, s->nopts, &cubin,
+                                        &size, &log);
+    double secs = (double)(weft_now_ns() - t0) * 1e-9;
+    if (st != WEFT_STATUS_SUCCESS) {
+      s->failed = 1;
+      printf("FAIL %s(e.g. %s): %s\n%s\n", s->key, s->example, weft_get_error_string(st),
+             log ? log : weft_get_last_error());
+    } else {
+      printf("ok   %s %5.1f s, %zu-byte cubin\n", s->key, secs, size);
+    }
+    fflush(stdout);
+    weft_jit_free(cubin);
+    weft_jit_free(log);
+  }
+}
+
+static void check_args(void) {
+  static char buf[64] __attribute__((aligned(16)));
+  const void *a = buf, *b = buf;
+  void *c = buf;
+  struct {
+    weft_gemm_problem_t p;
+    const void *a, *b;
+    void *c;
+    int ok;
+  } cases[] = {
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 1},
+      {{1, 3, 8, 8, 8, 3, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, 1}, a, b, c, 1},  /* odd n, ldc */
+      {{5, 5, 0, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, c, 1}, /* k = 0 */
+      {{0, 5, 8, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, NULL, 1}, /* m = 0 */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_FP32, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* fp32 in */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_UINT8, 1}, a, b, c, 0},
+      {{64, 64, 60, 60, 60, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda % 8 */
+      {{64, 60, 64, 64, 60, 60, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 0}, a, b, c, 0}, /* [k,n] ldb */
+      {{64, 64, 64, 32, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda < k */
+      {{64, 64, 64, 64, 64, 63, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* ldc < n */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, buf + 2, b, c, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, buf + 8, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, b, c, 0},
+      {{-1, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    weft_status_t st = weft_gemm_problem_check(NULL, &cases[i].p, cases[i].a, cases[i].b, cases[i].c);
+    int ok = st == WEFT_STATUS_SUCCESS;
+    if (ok != cases[i].ok || (!ok && st != WEFT_STATUS_INVALID_ARGUMENT)) {
+      char what[96];
+      snprintf(what, sizeof what, "argument case %zu: %s (%s)", i, weft_get_error_string(st),
+               weft_get_last_error());
+      fail(what);
+    } else if (!ok) {
+      printf("ok   rejected case %zu: %s\n", i, weft_get_last_error());
+    }
+  }
+}
+
+int main(void) {
+  setenv("WEFT_CACHE_DISABLE", "1", 1);
+  const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm.cu");
+  if (!f) {
+    printf("FAIL kernels/gemm.cu is not embedded\n");
+    return 1;
+  }
+  gemm_source = f->data;
+  check_args();
+
+  /* DESIGN.md's per-GPU shapes (TP=4, and the TP=8 halves) as (n, k) pairs, 8192^2, and odd ones */
+  static const int nk[][2] = {
+      {2752, 4096}, {3584, 4096}, {7168, 8192}, {13312, 16384}, {7392, 8192},   /* AG+GEMM TP=4 */
+      {4096, 2752}, {4096, 3584}, {8192, 7168}, {16384, 13312}, {8192, 7392},   /* GEMM+RS TP=4 */
+      {1376, 4096}, {1792, 4096}, {3584, 8192}, {6656, 16384}, {3696, 8192},    /* AG+GEMM TP=8 */
+      {4096, 1376}, {4096, 1792}, {8192, 3584}, {16384, 6656}, {8192, 3696},    /* GEMM+RS TP=8 */
+      {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
+  static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
+  static const int sms_list[] = {132, 114};
+  static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
+  int choices = 0;
+  for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
+    int sms = sms_list[si];
+    size_t ws_floats = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
+    int ws_counters = WEFT_GEMM_WS_TILES_PER_SM * sms;
+    for (size_t i = 0; i < sizeof nk / sizeof nk[0]; i++)
+      for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++)
+        for (int in = 0; in < 2; in++)
+          for (size_t o = 0; o < 3; o++)
+            for (int kmaj = 0; kmaj < 2; kmaj++)
+              for (int odd_ldc = 0; odd_ldc < 2; odd_ldc++) {
+                int n = nk[i][0], k = nk[i][1];
+                if (!kmaj && n % 8) continue; /* contiguous [k, n] B needs n % 8 == 0 */
+                weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
+                                         in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj};
+                weft_gemm_config_t c;
+                weft_gemm_config_choose(&p, sms, ws_floats, ws_counters, &c);
+                check_choice(&p, &c, sms, ws_floats, ws_counters);
+                add(&p, &c, NULL);
+                choices++;
+              }
+  }
+  /* the overlapped ops' hook variants on the large-M configuration */
+  weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_config_t c;
+  weft_gemm_config_choose(&p, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+                          WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+  static const uint64_t sig;
+  static uint64_t ctr;
+  static const int table;
+  weft_gemm_hooks_t hooks[] = {
+      {.wait_signals = &sig},
+      {.notify_counters = &ctr, .notify_sys = 1},
+      {.notify_counters = &ctr, .notify_sys = 1, .notify_defer = 1},
+      {.wait_signals = &sig, .order_table = &table},
+  };
+  for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
+
+  printf("%d choices, %d distinct specialisations\n", choices, nspecs);
+  fflush(stdout);
+  int jobs = getenv("WEFT_TEST_JOBS") ? atoi(getenv("WEFT_TEST_JOBS")) : 2;
+  if (jobs < 1) jobs = 1;
+  pthread_t th[16];
+  if (jobs > 16) jobs = 16;
+  for (int i = 0; i < jobs; i++) pthread_create(&th[i], NULL, worker, NULL);
+  for (int i = 0; i < jobs; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < nspecs; i++) failures += specs[i].failed;
+  printf("%d of %d specialisations compiled; %d failures\n", nspecs - (failures ? 0 : 0), nspecs,
+         failures);
+  return failures ? 1 : 0;
+}

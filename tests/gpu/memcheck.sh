@@ -1,0 +1,13 @@
+#!/bin/sh
+# memcheck.sh WEFTRUN TEST [ARGS...] — runs a GPU test program (one rank) under compute-sanitizer's
+# memcheck; any report fails the test. Skips (77) without compute-sanitizer or without a GPU
+# (weftrun's own skip).
+weftrun=$1
+shift
+cs=$(command -v compute-sanitizer || true)
+[ -z "$cs" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && cs=/usr/local/cuda/bin/compute-sanitizer
+if [ -z "$cs" ]; then
+  echo "skipped: compute-sanitizer not found"
+  exit 77
+fi
+exec "$weftrun" -n 1 "$cs" --tool memcheck --error-exitcode 1 --print-limit 20 "$@"

@@ -1,0 +1,367 @@
+/*
+ * test_gemm.c — weft_gemm against a float64 reference computed on the GPU from the same inputs:
+ * random shapes (m and n not multiples of any tile, decode m from 1 to 128, row strides wider
+ * than the rows, odd n and ldc), both B layouts, bf16 and fp16 inputs, bf16, fp16 and fp32
+ * outputs. Inputs are drawn fresh each run; C and the columns between n and ldc are poisoned
+ * (NaN) before each call; every element is checked (NaN counts as wrong, as does a changed
+ * padding column). Normalised error ||C - ref|| / ||ref|| <= 1e-4 for fp32 C, <= 5e-3 for 16-bit C.
+ * Also: hooks compiled in (waits already satisfied, notifies counted) give bit-identical C and
+ * the expected notify counts; split-K is deterministic; a captured CUDA graph replays to the same
+ * bits; k = 0 writes zeros. --small: two small shapes only (for compute-sanitizer, memcheck.sh).
+ */
+// weft-test: ranks=1 timeout=600
+#include <math.h>
+
+#include "gpu_test.h"
+#include "ops/gemm.h"
+
+static const char *src =
+    "#include <weft/device.cuh>\n"
+    "__device__ float ld_in(const unsigned short *p, unsigned long long i, int fp16) {\n"
+    "  unsigned short h = p[i];\n"
+    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "__device__ double ld_out(const void *c, unsigned long long i, int out) {\n"
+    "  if (out == 2) return ((const float *)c)[i];\n"
+    "  return ld_in((const unsigned short *)c, i, out == 1);\n"
+    "}\n"
+    /* uniform in [-1, 1), rounded to the input type: rows x ld elements, padding included */
+    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
+    "                                 unsigned long long seed) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
+    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
+    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
+    "    unsigned short h;\n"
+    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
+    "    p[i] = h;\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void reference(double *ref, const unsigned short *a, const unsigned short *b,\n"
+    "                                      int m, int n, int k, long long lda, long long ldb,\n"
+    "                                      int kmajor, int fp16) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned long long)m * n;\n"
+    "       i += gridDim.x * blockDim.x) {\n"
+    "    int r = (int)(i / n), c = (int)(i % n);\n"
+    "    double s = 0;\n"
+    "    for (int x = 0; x < k; x++)\n"
+    "      s += (double)ld_in(a, (unsigned long long)r * lda + x, fp16) *\n"
+    "           (double)ld_in(b, kmajor ? (unsigned long long)c * ldb + x : (unsigned long long)x * ldb + c, fp16);\n"
+    "    ref[i] = s;\n"
+    "  }\n"
+    "}\n"
+    /* acc: [0] sum (c - ref)^2, [1] sum ref^2; bad: [0] NaN or inf in C, [1] padding changed */
+    "extern \"C\" __global__ void compare(const void *c, const double *ref, int m, int n, long long ldc,\n"
+    "                                    int out, double *acc, unsigned long long *bad) {\n"
+    "  double e = 0, r2 = 0;\n"
+    "  unsigned long long nan = 0, pad = 0;\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned long long)m * ldc;\n"
+    "       i += gridDim.x * blockDim.x) {\n"
+    "    int col = (int)(i % ldc);\n"
+    "    if (col >= n) {\n"
+    "      if (out == 2 ? ((const unsigned *)c)[i] != 0xFFFFFFFFu : ((const unsigned short *)c)[i] != 0xFFFF) pad++;\n"
+    "      continue;\n"
+    "    }\n"
+    "    double v = ld_out(c, i, out), x = ref[(i / ldc) * n + col];\n"
+    "    if (!(v == v) || v - v != 0) { nan++; continue; }\n"
+    "    e += (v - x) * (v - x);\n"
+    "    r2 += x * x;\n"
+    "  }\n"
+    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r2);\n"
+    "  if (nan) atomicAdd(&bad[0], nan);\n"
+    "  if (pad) atomicAdd(&bad[1], pad);\n"
+    "}\n";
+
+static weft_comm_t *comm;
+static weft_kernel_t *k_fill, *k_ref, *k_cmp;
+static CUstream s;
+static unsigned long long rng;
+static int failures, cases;
+
+typedef struct buffers {
+  weft_gemm_problem_t p;
+  CUdeviceptr a, b, c, ref;
+  size_t c_bytes;
+} buffers_t;
+
+static void launch(weft_kernel_t *k, void **args) {
+  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+  c.grid[0] = 528;
+  c.block[0] = 256;
+  OK(weft_kernel_launch(k, &c, args, s));
+}
+
+static size_t out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
+
+static void setup(buffers_t *x, const weft_gemm_problem_t *p) {
+  memset(x, 0, sizeof *x);
+  x->p = *p;
+  int fp16 = p->in == WEFT_DTYPE_FP16;
+  size_t na = (size_t)p->m * p->lda, nb = (size_t)(p->b_kmajor ? p->n : p->k) * p->ldb;
+  x->c_bytes = (size_t)p->m * p->ldc * out_size(p->out);
+  CU(cuMemAlloc(&x->a, na * 2 + 16));
+  CU(cuMemAlloc(&x->b, nb * 2 + 16));
+  CU(cuMemAlloc(&x->c, x->c_bytes + 16));
+  CU(cuMemAlloc(&x->ref, (size_t)p->m * p->n * 8 + 8));
+  unsigned long long sa = test_rand(&rng), sb = test_rand(&rng);
+  unsigned long long n = na;
+  void *fa[] = {&x->a, &n, &fp16, &sa};
+  launch(k_fill, fa);
+  unsigned long long n2 = nb;
+  void *fb[] = {&x->b, &n2, &fp16, &sb};
+  launch(k_fill, fb);
+  int m = p->m, nn = p->n, k = p->k, kmaj = p->b_kmajor;
+  long long lda = p->lda, ldb = p->ldb;
+  void *ra[] = {&x->ref, &x->a, &x->b, &m, &nn, &k, &lda, &ldb, &kmaj, &fp16};
+  launch(k_ref, ra);
+}
+
+static void teardown(buffers_t *x) {
+  CU(cuMemFree(x->a));
+  CU(cuMemFree(x->b));
+  CU(cuMemFree(x->c));
+  CU(cuMemFree(x->ref));
+}
+
+static void poison(buffers_t *x) { CU(cuMemsetD8Async(x->c, 0xFF, x->c_bytes, s)); }
+
+/* Checks C of x against its reference; returns the normalised error. */
+static double check(buffers_t *x, const char *what) {
+  CUdeviceptr acc, bad;
+  CU(cuMemAlloc(&acc, 16));
+  CU(cuMemAlloc(&bad, 16));
+  CU(cuMemsetD8Async(acc, 0, 16, s));
+  CU(cuMemsetD8Async(bad, 0, 16, s));
+  const weft_gemm_problem_t *p = &x->p;
+  int m = p->m, n = p->n, out = p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16;
+  long long ldc = p->ldc;
+  void *args[] = {&x->c, &x->ref, &m, &n, &ldc, &out, &acc, &bad};
+  launch(k_cmp, args);
+  OK(weft_stream_synchronize(comm, s));
+  double h[2];
+  unsigned long long b[2];
+  CU(cuMemcpyDtoH(h, acc, 16));
+  CU(cuMemcpyDtoH(b, bad, 16));
+  CU(cuMemFree(acc));
+  CU(cuMemFree(bad));
+  double err = h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+  double tol = p->out == WEFT_DTYPE_FP32 ? 1e-4 : 5e-3;
+  int ok = b[0] == 0 && b[1] == 0 && err <= tol;
+  cases++;
+  if (!ok) failures++;
+  printf("%s %-10s m %5d n %5d k %5d lda %5lld ldb %5lld ldc %5lld %s %s->%s: err %.2e "
+         "(tol %.0e), %llu non-finite, %llu padding changed\n",
+         ok ? "ok  " : "FAIL", what, p->m, p->n, p->k, p->lda, p->ldb, p->ldc,
+         p->b_kmajor ? "NK" : "KN", p->in == WEFT_DTYPE_FP16 ? "fp16" : "bf16",
+         p->out == WEFT_DTYPE_FP32 ? "fp32" : p->out == WEFT_DTYPE_FP16 ? "fp16" : "bf16", err,
+         tol, b[0], b[1]);
+  fflush(stdout);
+  return err;
+}
+
+static void run_gemm(buffers_t *x) {
+  const weft_gemm_problem_t *p = &x->p;
+  OK(weft_gemm(comm, (void *)(uintptr_t)x->a, (int)p->lda, (void *)(uintptr_t)x->b, (int)p->ldb,
+               (void *)(uintptr_t)x->c, (int)p->ldc, p->m, p->n, p->k, p->in, p->out,
+               p->b_kmajor ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN, s));
+}
+
+static void *download(buffers_t *x) {
+  void *h = malloc(x->c_bytes);
+  OK(weft_stream_synchronize(comm, s));
+  CU(cuMemcpyDtoH(h, x->c, x->c_bytes));
+  return h;
+}
+
+static void same_bits(buffers_t *x, const void *want, const char *what) {
+  void *got = download(x);
+  int ok = !memcmp(got, want, x->c_bytes);
+  cases++;
+  if (!ok) failures++;
+  printf("%s %s: m %d n %d k %d, C bit-identical to the plain call\n", ok ? "ok  " : "FAIL", what,
+         x->p.m, x->p.n, x->p.k);
+  free(got);
+}
+
+static weft_gemm_problem_t problem(int m, int n, int k, int pad_a, int pad_b, int pad_c,
+                                   weft_dtype_t in, weft_dtype_t out, int kmajor) {
+  weft_gemm_problem_t p = {m, n, k, k + pad_a, (kmajor ? k : n) + pad_b, n + pad_c, in, out, kmajor};
+  return p;
+}
+
+/* One checked call of weft_gemm on a fresh problem. */
+static void one(const weft_gemm_problem_t *p, const char *what) {
+  buffers_t x;
+  setup(&x, p);
+  poison(&x);
+  run_gemm(&x);
+  check(&x, what);
+  teardown(&x);
+}
+
+/* Hooks on (waits already satisfied, notifies counted) against hooks off, and split-K twice. */
+static void hooks_identical(const weft_gemm_problem_t *p) {
+  buffers_t x;
+  setup(&x, p);
+  poison(&x);
+  run_gemm(&x);
+  check(&x, "plain");
+  void *want = download(&x);
+
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  int rows = 128, nsig = (p->m + rows - 1) / rows;
+  CUdeviceptr sig, ctr;
+  CU(cuMemAlloc(&sig, (size_t)nsig * 8));
+  CU(cuMemAlloc(&ctr, (size_t)nsig * 8));
+  unsigned long long *h = malloc((size_t)nsig * 8);
+  for (int i = 0; i < nsig; i++) h[i] = 5 + (unsigned long long)(test_rand(&rng) % 3); /* >= 5 */
+  CU(cuMemcpyHtoD(sig, h, (size_t)nsig * 8));
+  CU(cuMemsetD8(ctr, 0, (size_t)nsig * 8));
+  weft_gemm_hooks_t hooks = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = rows,
+                             .wait_expected = 5, .notify_counters = (uint64_t *)(uintptr_t)ctr,
+                             .notify_rows = rows, .notify_sys = 1};
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, &hooks, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
+                      (void *)(uintptr_t)x.c, s));
+  same_bits(&x, want, "hooks (wait + notify)");
+  /* each 64-row sub-tile stored adds 1 to the counter of its rows: per 128-row block, one per
+   * sub-tile row-half inside m, per tile column (BM = 128 tiles: two halves of rows; BM = 64:
+   * the two warpgroups' column halves, the second only where it lies inside n) */
+  CU(cuMemcpyDtoH(h, ctr, (size_t)nsig * 8));
+  int tiles_n = (p->n + cfg.bn - 1) / cfg.bn, bad = 0;
+  for (int i = 0; i < nsig; i++) {
+    unsigned long long want_n = 0;
+    for (int r0 = i * rows; r0 < (i + 1) * rows && r0 < p->m; r0 += cfg.bm)
+      for (int t = 0; t < tiles_n; t++) {
+        if (cfg.bm == 128) want_n += 1 + (r0 + 64 < p->m);
+        else want_n += 1 + (t * cfg.bn + cfg.bn / 2 < p->n);
+      }
+    if (h[i] != want_n) {
+      if (!bad) printf("     counter %d: %llu notifies, expected %llu\n", i, h[i], want_n);
+      bad++;
+    }
+  }
+  cases++;
+  if (bad) failures++;
+  printf("%s notify counts (%d counters, %d wrong)\n", bad ? "FAIL" : "ok  ", nsig, bad);
+  poison(&x);
+  run_gemm(&x);
+  same_bits(&x, want, "second plain call (split-K determinism)");
+  free(want);
+  free(h);
+  CU(cuMemFree(sig));
+  CU(cuMemFree(ctr));
+  teardown(&x);
+}
+
+/* Two GEMMs (a decode split-K one and a large one) captured into a graph and replayed. */
+static void graph(void) {
+  buffers_t x[2];
+  weft_gemm_problem_t p[2] = {problem(16, 1000, 4096, 0, 0, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1),
+                              problem(700, 900, 512, 8, 0, 4, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, 0)};
+  void *want[2];
+  for (int i = 0; i < 2; i++) {
+    setup(&x[i], &p[i]);
+    poison(&x[i]);
+    run_gemm(&x[i]); /* compiles and loads before the capture */
+    want[i] = download(&x[i]);
+  }
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  for (int i = 0; i < 2; i++) {
+    poison(&x[i]);
+    run_gemm(&x[i]);
+  }
+  CUgraph g;
+  CUgraphExec ge;
+  CU(cuStreamEndCapture(s, &g));
+  CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+  for (int rep = 0; rep < 3; rep++) {
+    for (int i = 0; i < 2; i++) poison(&x[i]);
+    CU(cuGraphLaunch(ge, s));
+    for (int i = 0; i < 2; i++) same_bits(&x[i], want[i], "graph replay");
+  }
+  CU(cuGraphExecDestroy(ge));
+  CU(cuGraphDestroy(g));
+  for (int i = 0; i < 2; i++) {
+    check(&x[i], "graph");
+    free(want[i]);
+    teardown(&x[i]);
+  }
+}
+
+int main(int argc, char **argv) {
+  int small = argc > 1 && !strcmp(argv[1], "--small");
+  test_precompile(src, "test_gemm.cu");
+  comm = test_init();
+  rng = test_seed(comm) | 1;
+  weft_module_t *mod;
+  OK(weft_module_load(comm, src, "test_gemm.cu", NULL, 0, &mod));
+  k_fill = test_kernel(mod, "fill");
+  k_ref = test_kernel(mod, "reference");
+  k_cmp = test_kernel(mod, "compare");
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  const weft_dtype_t B = WEFT_DTYPE_BF16, H = WEFT_DTYPE_FP16, F = WEFT_DTYPE_FP32;
+
+  if (small) {
+    weft_gemm_problem_t p = problem(200, 136, 256, 0, 0, 0, B, B, 1);
+    one(&p, "small");
+    p = problem(3, 100, 2048, 8, 0, 3, B, F, 1);
+    one(&p, "small");
+    p = problem(130, 256, 128, 0, 0, 0, H, H, 0);
+    one(&p, "small");
+  } else {
+    /* every dtype pair and layout on shapes off every tile multiple */
+    const weft_dtype_t ins[] = {B, H}, outs[] = {B, H, F};
+    for (int i = 0; i < 2; i++)
+      for (int o = 0; o < 3; o++)
+        for (int kmaj = 0; kmaj < 2; kmaj++) {
+          weft_gemm_problem_t p = problem(1000 + (int)(test_rand(&rng) % 300),
+                                          8 * (100 + (int)(test_rand(&rng) % 80)),
+                                          8 * (60 + (int)(test_rand(&rng) % 100)), 0, 0, 0,
+                                          ins[i], outs[o], kmaj);
+          one(&p, "dtypes");
+          p.m = 1 + (int)(test_rand(&rng) % 128);
+          one(&p, "decode");
+        }
+    /* decode m at the heuristic's boundaries, DESIGN.md's n and k */
+    static const int ms[] = {1, 16, 17, 64, 65, 128};
+    static const int nk[][2] = {{2752, 4096}, {4096, 3584}, {7168, 8192}, {1376, 4096}};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+      const int *q = nk[test_rand(&rng) % 4];
+      weft_gemm_problem_t p = problem(ms[i], q[0], q[1], 0, 0, 0, B, B, test_rand(&rng) & 1);
+      one(&p, "decode");
+    }
+    /* strides wider than the rows; odd n and ldc (the direct store); odd m */
+    for (int i = 0; i < 12; i++) {
+      int kmaj = (int)(test_rand(&rng) & 1);
+      int n = 1 + (int)(test_rand(&rng) % 1500);
+      if (!kmaj) n = 8 * (1 + n / 8);
+      weft_gemm_problem_t p = problem(i < 6 ? 1 + (int)(test_rand(&rng) % 128) : 129 + (int)(test_rand(&rng) % 1200),
+                                      n, 8 * (1 + (int)(test_rand(&rng) % 200)),
+                                      8 * (int)(test_rand(&rng) % 3), 8 * (int)(test_rand(&rng) % 3),
+                                      (int)(test_rand(&rng) % 9), ins[test_rand(&rng) & 1],
+                                      outs[test_rand(&rng) % 3], kmaj);
+      one(&p, "strides");
+    }
+    /* a large one: 4096 x 4096 x 4096 */
+    weft_gemm_problem_t big = problem(4096, 4096, 4096, 0, 0, 0, B, B, 1);
+    one(&big, "large");
+    /* k = 0: C = 0 */
+    weft_gemm_problem_t zero = problem(77, 90, 0, 8, 8, 0, B, F, 1);
+    one(&zero, "k=0");
+
+    weft_gemm_problem_t hp = problem(1000, 1000, 1024, 0, 0, 0, B, B, 1);
+    hooks_identical(&hp);
+    hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
+    hooks_identical(&hp);
+    graph();
+  }
+  printf("%d of %d checks passed\n", cases - failures, cases);
+  OK(weft_module_unload(mod));
+  CU(cuStreamDestroy(s));
+  OK(weft_comm_destroy(comm));
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,285 @@
+/*
+ * bench_gemm.c — `weft-bench gemm`: weft_gemm beside cuBLAS (cublasGemmEx, fp32 compute) in the
+ * same process and run, on the same random data, interleaved (sample i of every run before sample
+ * i+1 of any), medians of -n samples of BENCH_BATCH calls after -w warm-up samples; TFLOP/s and
+ * the ratio (cuBLAS time / weft time: > 1 means weft is faster). Each shape is checked once
+ * first: weft's C (poisoned before) against cuBLAS's, normalised error, NaN counted as wrong.
+ * Shapes: 8192^3, DESIGN.md's per-GPU shapes at TP=4 and their TP=8 halves, and decode (m = 1,
+ * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
+ * with the overlap hooks compiled in and their signals already set (wait; notify; both), and
+ * prints each one's cost against the plain kernel.
+ */
+#include <cublas_v2.h>
+#include <math.h>
+#include <string.h>
+
+#include "bench.h"
+#include "ops/gemm.h"
+
+#define MAX_SHAPES 128
+#define MAX_RUNS 5
+
+static const char *fill_src =
+    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
+    "                                 unsigned long long seed) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
+    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
+    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
+    "    unsigned short h;\n"
+    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
+    "    p[i] = h;\n"
+    "  }\n"
+    "}\n"
+    /* acc: [0] sum (x - y)^2, [1] sum y^2, [2] non-finite x; 16-bit outputs (bf16 or fp16) */
+    "__device__ double h2d(unsigned short h, int fp16) {\n"
+    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "extern \"C\" __global__ void diff(const unsigned short *x, const unsigned short *y,\n"
+    "                                 unsigned long long n, int fp16, double *acc) {\n"
+    "  double e = 0, r = 0, bad = 0;\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    double a = h2d(x[i], fp16), b = h2d(y[i], fp16);\n"
+    "    if (!(a == a) || a - a != 0) { bad += 1; continue; }\n"
+    "    e += (a - b) * (a - b); r += b * b;\n"
+    "  }\n"
+    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r); atomicAdd(&acc[2], bad);\n"
+    "}\n";
+
+typedef struct gemm_ctx {
+  bench_t *b;
+  cublasHandle_t blas;
+  weft_gemm_problem_t p;
+  CUdeviceptr a, bm, c, cref;
+  weft_gemm_hooks_t hooks[MAX_RUNS];
+  int nruns; /* run 0: cuBLAS; 1: weft; 2..: weft with hooks[run] */
+} gemm_ctx_t;
+
+#define CUBLAS_CHECK(call)                                                                \
+  do {                                                                                    \
+    cublasStatus_t r_ = (call);                                                           \
+    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+static void run(gemm_ctx_t *x, int which, CUdeviceptr c) {
+  const weft_gemm_problem_t *p = &x->p;
+  if (which == 0) {
+    float one = 1.f, zero = 0.f;
+    cudaDataType t = p->in == WEFT_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+    /* row-major C[m,n] = A op(B)  <=>  column-major C^T[n,m] = op(B)^T A^T */
+    CUBLAS_CHECK(cublasGemmEx(x->blas, p->b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, p->n,
+                              p->m, p->k, &one, (void *)(uintptr_t)x->bm, t, (int)p->ldb,
+                              (void *)(uintptr_t)x->a, t, (int)p->lda, &zero, (void *)(uintptr_t)c,
+                              t, (int)p->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, NULL, which == 1 ? NULL : &x->hooks[which],
+                               (void *)(uintptr_t)x->a, (void *)(uintptr_t)x->bm,
+                               (void *)(uintptr_t)c, x->b->stream));
+}
+
+/* Medians (microseconds per call, slowest rank) of every run, interleaved. */
+static void time_runs(gemm_ctx_t *x, double *us) {
+  bench_t *b = x->b;
+  int n = b->opt.iters;
+  double *t[MAX_RUNS];
+  CUevent e0, e1;
+  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  for (int r = 0; r < x->nruns; r++) t[r] = calloc((size_t)n, sizeof(double));
+  for (int i = -b->opt.warmup; i < n; i++)
+    for (int r = 0; r < x->nruns; r++) {
+      BENCH_CU(cuEventRecord(e0, b->stream));
+      for (int c = 0; c < BENCH_BATCH; c++) run(x, r, x->c);
+      BENCH_CU(cuEventRecord(e1, b->stream));
+      BENCH_CU(cuEventSynchronize(e1));
+      float ms;
+      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
+      if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
+    }
+  for (int r = 0; r < x->nruns; r++) {
+    us[r] = bench_max_across_ranks(b, bench_median(t[r], n));
+    free(t[r]);
+  }
+  BENCH_CU(cuEventDestroy(e0));
+  BENCH_CU(cuEventDestroy(e1));
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
+                  "[-w warmup] [--hooks] [-J file.json]\n");
+  exit(2);
+}
+
+int main_gemm(int argc, char **argv) {
+  bench_t b;
+  int shapes[MAX_SHAPES][3], nshapes = 0, hooks = 0, kmajor = 1;
+  const char *dtype = "bf16", *json = NULL;
+  int iters = 20, warmup = 5;
+  for (int i = 0; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--hooks")) {
+      hooks = 1;
+      continue;
+    }
+    if (!v) usage();
+    if (!strcmp(argv[i], "-s") && nshapes < MAX_SHAPES) {
+      if (sscanf(v, "%d,%d,%d", &shapes[nshapes][0], &shapes[nshapes][1], &shapes[nshapes][2]) != 3)
+        usage();
+      nshapes++;
+    } else if (!strcmp(argv[i], "-d")) {
+      dtype = v;
+    } else if (!strcmp(argv[i], "-l")) {
+      kmajor = !strcmp(v, "nk") ? 1 : !strcmp(v, "kn") ? 0 : (usage(), 0);
+    } else if (!strcmp(argv[i], "-n")) {
+      iters = atoi(v);
+    } else if (!strcmp(argv[i], "-w")) {
+      warmup = atoi(v);
+    } else if (!strcmp(argv[i], "-J")) {
+      json = v;
+    } else {
+      usage();
+    }
+    i++;
+  }
+  if (iters < 1 || warmup < 0 || (strcmp(dtype, "bf16") && strcmp(dtype, "fp16"))) usage();
+  if (!nshapes) {
+    /* 8192^3; DESIGN.md's per-GPU shapes at TP=4 (AG+GEMM: n / 4; GEMM+RS: k / 4) and TP=8 */
+    static const int nk[][2] = {{11008, 4096}, {14336, 4096}, {28672, 8192}, {53248, 16384},
+                                {29568, 8192}};
+    shapes[nshapes][0] = shapes[nshapes][1] = shapes[nshapes][2] = 8192, nshapes++;
+    for (int tp = 4; tp <= 8; tp *= 2)
+      for (int i = 0; i < 5; i++) {
+        int ag[3] = {8192, nk[i][0] / tp, nk[i][1]};
+        int rs[3] = {8192, nk[i][1], nk[i][0] / tp};
+        memcpy(shapes[nshapes++], ag, sizeof ag);
+        memcpy(shapes[nshapes++], rs, sizeof rs);
+      }
+    if (!hooks) {
+      /* decode: m = 1, 16, 64, 128 with the (n, k) pairs of the TP=4 shapes */
+      static const int ms[] = {1, 16, 64, 128};
+      for (int j = 0; j < 4; j++)
+        for (int i = 1; i <= 10; i++) {
+          shapes[nshapes][0] = ms[j];
+          shapes[nshapes][1] = shapes[i][1];
+          shapes[nshapes][2] = shapes[i][2];
+          nshapes++;
+        }
+    }
+  }
+  memset(&b, 0, sizeof b);
+  b.opt.iters = iters, b.opt.warmup = warmup, b.opt.json = json, b.opt.dtype = dtype;
+  bench_init(&b, "gemm");
+
+  gemm_ctx_t x;
+  memset(&x, 0, sizeof x);
+  x.b = &b;
+  CUBLAS_CHECK(cublasCreate(&x.blas));
+  CUBLAS_CHECK(cublasSetStream(x.blas, (cudaStream_t)b.stream));
+  weft_module_t *mod;
+  weft_kernel_t *k_fill, *k_diff;
+  BENCH_CHECK(weft_module_load(b.comm, fill_src, "bench_gemm_fill.cu", NULL, 0, &mod));
+  BENCH_CHECK(weft_module_get_kernel(mod, "fill", &k_fill));
+  BENCH_CHECK(weft_module_get_kernel(mod, "diff", &k_diff));
+  weft_dtype_t in = strcmp(dtype, "fp16") ? WEFT_DTYPE_BF16 : WEFT_DTYPE_FP16;
+  int fp16 = in == WEFT_DTYPE_FP16;
+
+  /* hook signals: one per 128 rows, all already at the expected epoch; notify counters */
+  int max_m = 0;
+  for (int i = 0; i < nshapes; i++) max_m = shapes[i][0] > max_m ? shapes[i][0] : max_m;
+  int nsig = (max_m + 127) / 128;
+  CUdeviceptr sig, ctr, acc;
+  BENCH_CU(cuMemAlloc(&sig, (size_t)nsig * 8));
+  BENCH_CU(cuMemAlloc(&ctr, (size_t)nsig * 8));
+  BENCH_CU(cuMemAlloc(&acc, 3 * sizeof(double)));
+  BENCH_CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, b.stream)); /* every word 1: >= 1 */
+  BENCH_CU(cuMemsetD8Async(ctr, 0, (size_t)nsig * 8, b.stream));
+  x.nruns = hooks ? 5 : 2;
+  weft_gemm_hooks_t wait = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
+                            .wait_expected = 1};
+  weft_gemm_hooks_t notify = {.notify_counters = (uint64_t *)(uintptr_t)ctr, .notify_rows = 128,
+                              .notify_sys = 1};
+  weft_gemm_hooks_t both = wait;
+  both.notify_counters = notify.notify_counters, both.notify_rows = 128, both.notify_sys = 1;
+  x.hooks[2] = wait, x.hooks[3] = notify, x.hooks[4] = both;
+
+  if (b.rank == 0) {
+    printf("# %s in, %s out, B %s; times in us per call (median of %d samples of %d calls, slowest "
+           "rank); ratio = cuBLAS time / weft time\n",
+           dtype, dtype, kmajor ? "[N,K]" : "[K,N]", iters, BENCH_BATCH);
+    printf("#%6s %6s %6s %10s %10s %9s %9s %7s %9s", "M", "N", "K", "cuBLAS_us", "weft_us",
+           "cuBLAS_TF", "weft_TF", "ratio", "err");
+    if (hooks) printf(" %9s %9s %9s  %7s %7s %7s", "wait_us", "notify_us", "both_us", "wait%", "notif%", "both%");
+    printf("\n");
+  }
+  double worst = 1e9;
+  for (int si = 0; si < nshapes; si++) {
+    int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+    weft_gemm_problem_t p = {M, N, K, K, kmajor ? K : N, N, in, in, kmajor};
+    x.p = p;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    BENCH_CU(cuMemAlloc(&x.a, na * 2));
+    BENCH_CU(cuMemAlloc(&x.bm, nb * 2));
+    BENCH_CU(cuMemAlloc(&x.c, nc * 2));
+    BENCH_CU(cuMemAlloc(&x.cref, nc * 2));
+    BENCH_CHECK(weft_gemm_problem_check(b.comm, &p, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.bm,
+                                        (void *)(uintptr_t)x.c));
+    weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+    lc.grid[0] = 1024, lc.block[0] = 256;
+    unsigned long long seed_a = 0x1234567ull * (unsigned long long)(si + 1) ^ (unsigned long long)time(NULL);
+    unsigned long long seed_b = seed_a * 31 + 7;
+    void *fa[] = {&x.a, &na, &fp16, &seed_a}, *fb[] = {&x.bm, &nb, &fp16, &seed_b};
+    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
+    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
+    /* check once: weft's C (poisoned) against cuBLAS's */
+    BENCH_CU(cuMemsetD8Async(x.c, 0xFF, nc * 2, b.stream));
+    run(&x, 0, x.cref);
+    run(&x, 1, x.c);
+    BENCH_CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
+    void *da[] = {&x.c, &x.cref, &nc, &fp16, &acc};
+    BENCH_CHECK(weft_kernel_launch(k_diff, &lc, da, b.stream));
+    double h[3];
+    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    BENCH_CU(cuMemcpyDtoH(h, acc, sizeof h));
+    double err = sqrt(h[0] / (h[1] > 0 ? h[1] : 1));
+    int wrong = h[2] > 0 || !(err <= 1e-2);
+    b.wrong += wrong;
+
+    double us[MAX_RUNS];
+    time_runs(&x, us);
+    double flop = 2.0 * M * N * K;
+    double ratio = us[0] / us[1];
+    if (ratio < worst) worst = ratio;
+    if (b.rank == 0) {
+      printf(" %6d %6d %6d %10.1f %10.1f %9.1f %9.1f %6.3fx %9.2e%s", M, N, K, us[0], us[1],
+             flop / us[0] * 1e-6, flop / us[1] * 1e-6, ratio, err, wrong ? " WRONG" : "");
+      if (hooks)
+        printf(" %9.1f %9.1f %9.1f  %+6.2f%% %+6.2f%% %+6.2f%%", us[2], us[3], us[4],
+               100 * (us[2] / us[1] - 1), 100 * (us[3] / us[1] - 1), 100 * (us[4] / us[1] - 1));
+      printf("\n");
+      fflush(stdout);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%dx%dx%d", M, N, K);
+    const char *keys[] = {"M", "N", "K", "cublas_us", "weft_us", "ratio", "err", "wait_us", "notify_us", "both_us"};
+    double vals[] = {M, N, K, us[0], us[1], ratio, err, hooks ? us[2] : 0, hooks ? us[3] : 0, hooks ? us[4] : 0};
+    bench_json_row(&b, "gemm", name, hooks ? 10 : 7, keys, vals);
+    BENCH_CU(cuMemFree(x.a));
+    BENCH_CU(cuMemFree(x.bm));
+    BENCH_CU(cuMemFree(x.c));
+    BENCH_CU(cuMemFree(x.cref));
+  }
+  if (b.rank == 0) printf("# lowest ratio %.3fx\n", worst);
+  BENCH_CU(cuMemFree(sig));
+  BENCH_CU(cuMemFree(ctr));
+  BENCH_CU(cuMemFree(acc));
+  BENCH_CHECK(weft_module_unload(mod));
+  cublasDestroy(x.blas);
+  bench_finish(&b);
+  return 0;
+}
