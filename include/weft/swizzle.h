@@ -121,7 +121,8 @@ WEFT_SWIZZLE_HD int weft_swizzle__inside(int s, int len, int nnodes, long long m
     int hi = weft_swizzle__fl((long long)(s + len) * m_node, bm);
     return hi > lo ? hi - lo : 0;
   }
-  return tiles - lo + (s + len > nnodes ? weft_swizzle__fl((long long)(s + len - nnodes) * m_node, bm) : 0);
+  return tiles - lo +
+         (s + len > nnodes ? weft_swizzle__fl((long long)(s + len - nnodes) * m_node, bm) : 0);
 }
 
 /* Shared by the AG and RS node orders: the node-level order is a rotation of the tile-rows
@@ -147,8 +148,8 @@ WEFT_SWIZZLE_HD int weft_swizzle__nodes_row(int p, int rank, int world, int nnod
   if (scatter)
     target = weft_swizzle__fl((long long)n * m_node + (long long)((lr + 1) % lw) * m_per_rank, bm);
   else
-    target = lr == 0 ? first
-                     : weft_swizzle__cl((long long)n * m_node + (long long)lr * m_per_rank, bm);
+    target =
+        lr == 0 ? first : weft_swizzle__cl((long long)n * m_node + (long long)lr * m_per_rank, bm);
   int off = target - first;
   if (off < 0) off = 0;
   if (off >= size) off = 0;
@@ -177,8 +178,8 @@ WEFT_SWIZZLE_HD int weft_swizzle_rs_nodes_row(int p, int rank, int world, int nn
 #define WEFT_SWIZZLE_RS_NODES 3 /* weft_swizzle_rs_nodes_row */
 
 typedef struct weft_swizzle {
-  int kind;  /* WEFT_SWIZZLE_* */
-  int rank;  /* global rank */
+  int kind; /* WEFT_SWIZZLE_* */
+  int rank; /* global rank */
   int world;
   int nnodes; /* *_NODES kinds */
   int dir;    /* intra-node kinds: +1 or -1 */
@@ -189,7 +190,8 @@ typedef struct weft_swizzle {
 /* The tile-row at row position pm for descriptor s. */
 WEFT_SWIZZLE_HD int weft_swizzle_row(int pm, const weft_swizzle_t *s) {
   switch (s->kind) {
-  case WEFT_SWIZZLE_RS: return weft_swizzle_rs_row(pm, s->rank, s->world, s->m_per_rank, s->bm, s->dir);
+  case WEFT_SWIZZLE_RS:
+    return weft_swizzle_rs_row(pm, s->rank, s->world, s->m_per_rank, s->bm, s->dir);
   case WEFT_SWIZZLE_AG_NODES:
     return weft_swizzle_ag_nodes_row(pm, s->rank, s->world, s->nnodes, s->m_per_rank, s->bm);
   case WEFT_SWIZZLE_RS_NODES:

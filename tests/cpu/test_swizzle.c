@@ -112,7 +112,8 @@ static int is_perm(const int *seq, int n, int range) {
 }
 
 /* Permutation, and key non-decreasing along the order. */
-static void check_order(const char *what, const int *seq, int (*key)(int, int, int), int r, int dir) {
+static void check_order(const char *what, const int *seq, int (*key)(int, int, int), int r,
+                        int dir) {
   if (!is_perm(seq, T, T)) {
     CHECK(0, "%s rank %d dir %d: not a permutation of %d tile-rows", what, r, dir, T);
     return;
@@ -142,8 +143,9 @@ static void check_chunks_match(const char *what, const int *seq, const int *chun
   int s = 0;
   for (int p = 0; p < T; p++) {
     if (p > 0 && bf_first[seq[p]] == bf_first[seq[p - 1]]) continue;
-    CHECK(s < W && bf_first[seq[p]] == chunks[s], "%s rank %d: shard #%d is %d, chunk order says %d",
-          what, r, s, bf_first[seq[p]], s < W ? chunks[s] : -1);
+    CHECK(s < W && bf_first[seq[p]] == chunks[s],
+          "%s rank %d: shard #%d is %d, chunk order says %d", what, r, s, bf_first[seq[p]],
+          s < W ? chunks[s] : -1);
     s++;
   }
   CHECK(s == W, "%s rank %d: %d shard runs", what, r, s);
@@ -192,7 +194,8 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
     CHECK(0, "grid too large for the test");
     return;
   }
-  CHECK(weft_swizzle_tiles_m(W, MR, BM) == T, "tiles_m %d, rows give %d", weft_swizzle_tiles_m(W, MR, BM), T);
+  CHECK(weft_swizzle_tiles_m(W, MR, BM) == T, "tiles_m %d, rows give %d",
+        weft_swizzle_tiles_m(W, MR, BM), T);
   for (int t = 0; t < T; t++) {
     int a, b;
     weft_swizzle_row_ranks(t, W, MR, BM, &a, &b);
@@ -219,14 +222,16 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
       if (perfect) check_chunks_match("ag", seq, chunks, r);
       /* duality: RS with -dir is AG with dir read backwards */
       for (int p = 0; p < T; p++) seq2[p] = weft_swizzle_rs_row(T - 1 - p, r, W, MR, BM, -dir);
-      CHECK(!memcmp(seq, seq2, sizeof(int) * (size_t)T), "rank %d dir %d: rs(-dir) is not ag reversed", r, dir);
+      CHECK(!memcmp(seq, seq2, sizeof(int) * (size_t)T),
+            "rank %d dir %d: rs(-dir) is not ag reversed", r, dir);
 
       for (int p = 0; p < T; p++) seq[p] = weft_swizzle_rs_row(p, r, W, MR, BM, dir);
       check_order("rs", seq, rs_key, r, dir);
       if (W > 1) {
         int a, b, q = md(r + dir, W);
         weft_swizzle_row_ranks(seq[0], W, MR, BM, &a, &b);
-        CHECK(a <= q && q <= b, "rs rank %d dir %d: first tile %d feeds %d..%d, not %d", r, dir, seq[0], a, b, q);
+        CHECK(a <= q && q <= b, "rs rank %d dir %d: first tile %d feeds %d..%d, not %d", r, dir,
+              seq[0], a, b, q);
       }
       for (int s = 0; s < W; s++) chunks[s] = weft_swizzle_rs_chunk(s, r, W, dir);
       if (perfect) check_chunks_match("rs", seq, chunks, r);
@@ -238,8 +243,12 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
     for (int s = 0; s < W; s++) chunks[s] = weft_swizzle_ag_nodes_chunk(s, r, W, NN);
     if (perfect) check_chunks_match("ag_nodes", seq, chunks, r);
     for (int p = 0; p < T; p++) {
-      if (NN == 1) CHECK(seq[p] == weft_swizzle_ag_row(p, r, W, MR, BM, 1), "ag_nodes != ag at %d", p);
-      if (no_wide) CHECK(seq[p] == ref_nodes_row(p, r, 0), "ag_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p], ref_nodes_row(p, r, 0));
+      if (NN == 1)
+        CHECK(seq[p] == weft_swizzle_ag_row(p, r, W, MR, BM, 1), "ag_nodes != ag at %d", p);
+      if (no_wide)
+        CHECK(seq[p] == ref_nodes_row(p, r, 0),
+              "ag_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
+              ref_nodes_row(p, r, 0));
     }
 
     for (int p = 0; p < T; p++) seq[p] = weft_swizzle_rs_nodes_row(p, r, W, NN, MR, BM);
@@ -247,13 +256,18 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
     if (W > 1) {
       int a, b, q = ((r / LW + 1) % NN) * LW + (r % LW + 1) % LW;
       weft_swizzle_row_ranks(seq[0], W, MR, BM, &a, &b);
-      CHECK(a <= q && q <= b, "rs_nodes rank %d: first tile %d feeds %d..%d, not %d", r, seq[0], a, b, q);
+      CHECK(a <= q && q <= b, "rs_nodes rank %d: first tile %d feeds %d..%d, not %d", r, seq[0], a,
+            b, q);
     }
     for (int s = 0; s < W; s++) chunks[s] = weft_swizzle_rs_nodes_chunk(s, r, W, NN);
     if (perfect) check_chunks_match("rs_nodes", seq, chunks, r);
     for (int p = 0; p < T; p++) {
-      if (NN == 1) CHECK(seq[p] == weft_swizzle_rs_row(p, r, W, MR, BM, 1), "rs_nodes != rs at %d", p);
-      if (no_wide) CHECK(seq[p] == ref_nodes_row(p, r, 1), "rs_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p], ref_nodes_row(p, r, 1));
+      if (NN == 1)
+        CHECK(seq[p] == weft_swizzle_rs_row(p, r, W, MR, BM, 1), "rs_nodes != rs at %d", p);
+      if (no_wide)
+        CHECK(seq[p] == ref_nodes_row(p, r, 1),
+              "rs_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
+              ref_nodes_row(p, r, 1));
     }
 
     /* 2-D orders over a few widths and groups (ranks 0, 1 and the last keep this quick). */
@@ -263,10 +277,12 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
         for (int g = 1; g <= 4; g += 3) {
           weft_swizzle_t sw = {kind, r, W, NN, kind == WEFT_SWIZZLE_AG ? -1 : 1, BM, MR};
           int n = weft_swizzle_fill(tn, g, &sw, table);
-          CHECK(n == T * tn && is_perm(table, n, T * tn), "fill kind %d rank %d tiles_n %d group %d: not a permutation", kind, r, tn, g);
+          CHECK(n == T * tn && is_perm(table, n, T * tn),
+                "fill kind %d rank %d tiles_n %d group %d: not a permutation", kind, r, tn, g);
           for (int p = 0; g == 1 && p < n; p++)
             if (table[p] != weft_swizzle_row(p / tn, &sw) * tn + p % tn) {
-              CHECK(0, "fill kind %d rank %d tiles_n %d: position %d is not row-major", kind, r, tn, p);
+              CHECK(0, "fill kind %d rank %d tiles_n %d: position %d is not row-major", kind, r, tn,
+                    p);
               break;
             }
         }
@@ -290,20 +306,29 @@ static void check_chunks(int world, int nnodes) {
       /* node stages: own node first (AG) / last (RS), one node per stage */
       int lw = world / nnodes;
       for (int s = 0; s < world; s++) {
-        CHECK(weft_swizzle_ag_nodes_chunk(s, r, world, nnodes) / lw == (r / lw + s / lw) % nnodes, "ag_nodes_chunk stage");
-        CHECK(weft_swizzle_rs_nodes_chunk(s, r, world, nnodes) / lw == (r / lw + 1 + s / lw) % nnodes, "rs_nodes_chunk stage");
+        CHECK(weft_swizzle_ag_nodes_chunk(s, r, world, nnodes) / lw == (r / lw + s / lw) % nnodes,
+              "ag_nodes_chunk stage");
+        CHECK(weft_swizzle_rs_nodes_chunk(s, r, world, nnodes) / lw ==
+                  (r / lw + 1 + s / lw) % nnodes,
+              "rs_nodes_chunk stage");
       }
     }
   for (int dir = -1; dir <= 1; dir += 2)
     for (int s = 0; s < world; s++) {
       for (int q = 0; q < world; q++) dst[q] = weft_swizzle_ag_push_peer(s, q, world, dir);
-      CHECK(is_perm(dst, world, world), "ag_push_peer step %d dir %d: two senders share a receiver", s, dir);
+      CHECK(is_perm(dst, world, world), "ag_push_peer step %d dir %d: two senders share a receiver",
+            s, dir);
       for (int q = 0; q < world; q++)
-        CHECK(weft_swizzle_ag_chunk(s, dst[q], world, dir) == q, "ag push step %d: %d -> %d, receiver expects %d", s, q, dst[q], weft_swizzle_ag_chunk(s, dst[q], world, dir));
+        CHECK(weft_swizzle_ag_chunk(s, dst[q], world, dir) == q,
+              "ag push step %d: %d -> %d, receiver expects %d", s, q, dst[q],
+              weft_swizzle_ag_chunk(s, dst[q], world, dir));
       for (int q = 0; q < world; q++) dst[q] = weft_swizzle_rs_chunk(s, q, world, dir);
-      CHECK(is_perm(dst, world, world), "rs_chunk step %d dir %d: two senders share a receiver", s, dir);
+      CHECK(is_perm(dst, world, world), "rs_chunk step %d dir %d: two senders share a receiver", s,
+            dir);
       for (int q = 0; q < world; q++)
-        CHECK(weft_swizzle_rs_reduce_src(s, dst[q], world, dir) == q, "rs step %d: %d -> %d, reducer expects %d", s, q, dst[q], weft_swizzle_rs_reduce_src(s, dst[q], world, dir));
+        CHECK(weft_swizzle_rs_reduce_src(s, dst[q], world, dir) == q,
+              "rs step %d: %d -> %d, reducer expects %d", s, q, dst[q],
+              weft_swizzle_rs_reduce_src(s, dst[q], world, dir));
     }
 }
 
