@@ -32,10 +32,12 @@
  *    inter-node transfer of a finished node stage overlaps the next stage — and inside each node
  *    segment the tiles are rotated to start at the shard of the same local rank (AG: the shard
  *    that the cross-node peer of the same local rank delivers first) or of local rank + 1 (RS).
- *    Two departures from the paper's code, both where its rotation offset runs past the node's
- *    shards: local rank 0 in AG starts at the segment's first tile (which then needs only
- *    rows that are already there), and the RS target wraps local rank + 1 to 0 at the last
- *    local rank (so the node-boundary straddler it needs last is produced last).
+ *    Three departures from the paper's code, each where its rotation would visit a tile before
+ *    one that is ready earlier (the test finds such cases with the paper's rule): local rank 0
+ *    in AG starts at the segment's first tile (a straddler from the previous node, whose other
+ *    rows are already there), the RS target wraps local rank + 1 to 0 at the last local rank
+ *    (the node-boundary straddler is then produced last, with the segment it feeds last), and
+ *    an offset past the segment's end restarts at its start instead of being taken modulo.
  *  - Chunk orders: which shard a copy-engine / SM sender moves at step s, matching the tile
  *    orders (seeds/001 Algorithms 1-3 and 5 with the swizzled loop order).
  *
