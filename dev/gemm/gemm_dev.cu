@@ -1064,6 +1064,29 @@ static void suite_smallsweep(void) {
     }
 }
 
+/* Large M: the tile width against wave quantisation (tiles / SMs just above a whole number
+ * leaves most SMs idle in the last wave) on DESIGN.md's per-GPU shapes, 128x256 against 128x192
+ * and 128x128 tiles. */
+static void suite_largesweep(void) {
+  static const int shapes[][3] = {{8192, 2752, 4096}, {8192, 1792, 4096}, {8192, 3696, 8192},
+                                  {8192, 7392, 8192}, {8192, 13312, 16384}, {8192, 1376, 4096},
+                                  {8192, 4096, 2752}, {8192, 8192, 8192}};
+  static const char *cfgs[] = {"BM=128,BN=256,ST=4,CL=2,EPI=2", "BM=128,BN=192,ST=4,CL=2,EPI=3",
+                               "BM=128,BN=192,ST=5,CL=2,EPI=1", "BM=128,BN=128,ST=6,CL=2,EPI=2",
+                               "BM=128,BN=256,ST=4,CL=2,EPI=2,G=16", "BM=128,BN=256,ST=4,CL=1,EPI=2"};
+  for (auto &s : shapes) {
+    Prob p;
+    p.M = s[0], p.N = s[1], p.K = s[2];
+    std::vector<Cfg> cs;
+    for (const char *c : cfgs) {
+      Cfg x;
+      parse_cfg(x, c);
+      cs.push_back(x);
+    }
+    perf_shape(p, cs, "large");
+  }
+}
+
 static void suite_variants(void) {
   printf("== variant ladder at 8192^3 and 8192x3584x8192\n");
   const int shapes[][3] = {{8192, 8192, 8192}, {8192, 3584, 8192}};
@@ -1173,6 +1196,7 @@ int main(int argc, char **argv) {
         if (!strcmp(su, "correct")) suite_correct();
         if (!strcmp(su, "hooks")) suite_hooks();
         if (!strcmp(su, "variants")) suite_variants();
+        if (!strcmp(su, "largesweep")) suite_largesweep();
         if (!strcmp(su, "perf")) suite_perf();
         if (!strcmp(su, "layouts")) suite_layouts();
         if (!strcmp(su, "small")) suite_small();
@@ -1220,6 +1244,7 @@ int main(int argc, char **argv) {
   if (suite == "layouts" || suite == "all") suite_layouts();
   if (suite == "small" || suite == "all") suite_small();
   if (suite == "smallsweep") suite_smallsweep();
+  if (suite == "largesweep") suite_largesweep();
   if (g_json) fclose(g_json);
   printf("%s\n", g_fail ? "FAILED" : "ALL OK");
   return g_fail ? 1 : 0;
