@@ -256,9 +256,9 @@ typedef enum weft_gemm_layout {
 
 /* C[m, n] = A[m, k] B^T (LAYOUT_NK) or A B (LAYOUT_KN), on the caller's stream, accumulated in
  * fp32. A, B and C are row-major with row strides lda, ldb, ldc (elements). in is WEFT_DTYPE_BF16
- * or WEFT_DTYPE_FP16 (A and B alike); out is BF16, FP16 or FP32. Any m, n, k >= 0 (k = 0 writes
- * zeros); A, B and C 16-byte aligned; lda and ldb multiples of 8 (TMA reads 16-byte rows: so
- * contiguous A needs k % 8 == 0, and contiguous [k, n] B n % 8 == 0); ldc any >= n.
+ * or WEFT_DTYPE_FP16 (A and B alike); out is BF16, FP16 or FP32. Any m and n, k a multiple of 8
+ * (k = 0 writes zeros); A, B and C 16-byte aligned; lda and ldb multiples of 8 (TMA reads
+ * 16-byte rows: contiguous [k, n] B needs n % 8 == 0); ldc any >= n.
  * Hopper (sm_90) only. The first call with a new shape class compiles its kernel (cached on disk
  * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
  * Decode shapes (m <= 128) split k over the SMs through a workspace of the communicator: GEMMs

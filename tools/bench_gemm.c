@@ -8,7 +8,8 @@
  * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
  * with the overlap hooks compiled in and their signals already set (wait; notify after each
  * store; notify deferred to the next tile's epilogue; wait and deferred notify), and prints each
- * one's cost against the plain kernel.
+ * one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
+ * for tuning the heuristic) adds that tile configuration as a run on every shape.
  */
 #include <cublas_v2.h>
 #include <math.h>
@@ -18,7 +19,7 @@
 #include "ops/gemm.h"
 
 #define MAX_SHAPES 128
-#define MAX_RUNS 6
+#define MAX_RUNS 10
 
 static const char *fill_src =
     "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
@@ -54,8 +55,11 @@ typedef struct gemm_ctx {
   cublasHandle_t blas;
   weft_gemm_problem_t p;
   CUdeviceptr a, bm, c, cref;
-  weft_gemm_hooks_t hooks[MAX_RUNS];
-  int nruns; /* run 0: cuBLAS; 1: weft; 2..: weft with hooks[run] */
+  /* run 0: cuBLAS; 1: weft; 2..: weft with hooks[r] and/or the configuration cfg[r] */
+  const weft_gemm_hooks_t *hooks[MAX_RUNS];
+  const weft_gemm_config_t *cfg[MAX_RUNS];
+  const char *name[MAX_RUNS];
+  int nruns;
 } gemm_ctx_t;
 
 #define CUBLAS_CHECK(call)                                                                \
@@ -79,7 +83,7 @@ static void run(gemm_ctx_t *x, int which, CUdeviceptr c) {
                               t, (int)p->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
   }
-  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, NULL, which == 1 ? NULL : &x->hooks[which],
+  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which],
                                (void *)(uintptr_t)x->a, (void *)(uintptr_t)x->bm,
                                (void *)(uintptr_t)c, x->b->stream));
 }
@@ -113,12 +117,36 @@ static void time_runs(gemm_ctx_t *x, double *us) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [--hooks] [-J file.json]\n");
+                  "[-w warmup] [--hooks] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=]... [-J file.json]\n");
   exit(2);
+}
+
+static void parse_config(const char *s, weft_gemm_config_t *c) {
+  *c = (weft_gemm_config_t){.bm = 128, .bn = 256, .stages = 4, .cluster = 2, .epi_bufs = 2,
+                            .group = 8, .k_splits = 1};
+  char key[8];
+  int v, used;
+  while (sscanf(s, "%7[A-Z]=%d%n", key, &v, &used) == 2) {
+    if (!strcmp(key, "BM")) c->bm = v;
+    else if (!strcmp(key, "BN")) c->bn = v;
+    else if (!strcmp(key, "ST")) c->stages = v;
+    else if (!strcmp(key, "CL")) c->cluster = v;
+    else if (!strcmp(key, "EPI")) c->epi_bufs = v;
+    else if (!strcmp(key, "G")) c->group = v;
+    else if (!strcmp(key, "KS")) c->splitk = 1, c->k_splits = v;
+    else usage();
+    s += used;
+    if (*s != ',') break;
+    s++;
+  }
+  if (*s) usage();
 }
 
 int main_gemm(int argc, char **argv) {
   bench_t b;
+  static weft_gemm_config_t configs[MAX_RUNS];
+  static char config_names[MAX_RUNS][64];
+  int nconfigs = 0;
   int shapes[MAX_SHAPES][3], nshapes = 0, hooks = 0, kmajor = 1;
   const char *dtype = "bf16", *json = NULL;
   int iters = 20, warmup = 5;
@@ -129,7 +157,10 @@ int main_gemm(int argc, char **argv) {
       continue;
     }
     if (!v) usage();
-    if (!strcmp(argv[i], "-s") && nshapes < MAX_SHAPES) {
+    if (!strcmp(argv[i], "--config") && nconfigs < MAX_RUNS - 6) {
+      parse_config(v, &configs[nconfigs]);
+      snprintf(config_names[nconfigs++], sizeof config_names[0], "%s", v);
+    } else if (!strcmp(argv[i], "-s") && nshapes < MAX_SHAPES) {
       if (sscanf(v, "%d,%d,%d", &shapes[nshapes][0], &shapes[nshapes][1], &shapes[nshapes][2]) != 3)
         usage();
       nshapes++;
@@ -200,7 +231,8 @@ int main_gemm(int argc, char **argv) {
   BENCH_CU(cuMemAlloc(&acc, 3 * sizeof(double)));
   BENCH_CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, b.stream)); /* every word 1: >= 1 */
   BENCH_CU(cuMemsetD8Async(ctr, 0, (size_t)nsig * 8, b.stream));
-  x.nruns = hooks ? 6 : 2;
+  x.name[0] = "cuBLAS", x.name[1] = "weft";
+  x.nruns = 2;
   weft_gemm_hooks_t wait = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
                             .wait_expected = 1};
   weft_gemm_hooks_t notify = {.notify_counters = (uint64_t *)(uintptr_t)ctr, .notify_rows = 128,
@@ -209,7 +241,12 @@ int main_gemm(int argc, char **argv) {
   deferred.notify_defer = 1;
   weft_gemm_hooks_t both = deferred;
   both.wait_signals = wait.wait_signals, both.wait_rows = 128, both.wait_expected = 1;
-  x.hooks[2] = wait, x.hooks[3] = notify, x.hooks[4] = deferred, x.hooks[5] = both;
+  if (hooks) {
+    const weft_gemm_hooks_t *h[] = {&wait, &notify, &deferred, &both};
+    const char *names[] = {"wait", "notify", "deferred", "wait+def"};
+    for (int i = 0; i < 4; i++) x.hooks[x.nruns] = h[i], x.name[x.nruns++] = names[i];
+  }
+  for (int i = 0; i < nconfigs; i++) x.cfg[x.nruns] = &configs[i], x.name[x.nruns++] = config_names[i];
 
   if (b.rank == 0) {
     printf("# %s in, %s out, B %s; times in us per call (median of %d samples of %d calls, slowest "
@@ -217,9 +254,7 @@ int main_gemm(int argc, char **argv) {
            dtype, dtype, kmajor ? "[N,K]" : "[K,N]", iters, BENCH_BATCH);
     printf("#%6s %6s %6s %10s %10s %9s %9s %7s %9s", "M", "N", "K", "cuBLAS_us", "weft_us",
            "cuBLAS_TF", "weft_TF", "ratio", "err");
-    if (hooks)
-      printf(" %8s %8s %8s %8s  %7s %7s %7s %7s", "wait_us", "notif_us", "defer_us", "both_us",
-             "wait%", "notif%", "defer%", "both%");
+    for (int r = 2; r < x.nruns; r++) printf(" | %s: us, vs weft", x.name[r]);
     printf("\n");
   }
   double worst = 1e9;
@@ -263,19 +298,16 @@ int main_gemm(int argc, char **argv) {
     if (b.rank == 0) {
       printf(" %6d %6d %6d %10.1f %10.1f %9.1f %9.1f %6.3fx %9.2e%s", M, N, K, us[0], us[1],
              flop / us[0] * 1e-6, flop / us[1] * 1e-6, ratio, err, wrong ? " WRONG" : "");
-      if (hooks) {
-        printf(" %8.1f %8.1f %8.1f %8.1f ", us[2], us[3], us[4], us[5]);
-        for (int r = 2; r < 6; r++) printf(" %+6.2f%%", 100 * (us[r] / us[1] - 1));
-      }
+      for (int r = 2; r < x.nruns; r++) printf(" | %8.1f %+6.2f%%", us[r], 100 * (us[r] / us[1] - 1));
       printf("\n");
       fflush(stdout);
     }
     char name[64];
     snprintf(name, sizeof name, "%dx%dx%d", M, N, K);
-    const char *keys[] = {"M", "N", "K", "cublas_us", "weft_us", "ratio", "err",
-                          "wait_us", "notify_us", "notify_deferred_us", "wait_notify_deferred_us"};
-    double vals[] = {M, N, K, us[0], us[1], ratio, err, us[2], us[3], us[4], us[5]};
-    bench_json_row(&b, "gemm", name, hooks ? 11 : 7, keys, vals);
+    const char *keys[7 + MAX_RUNS] = {"M", "N", "K", "cublas_us", "weft_us", "ratio", "err"};
+    double vals[7 + MAX_RUNS] = {M, N, K, us[0], us[1], ratio, err};
+    for (int r = 2; r < x.nruns; r++) keys[5 + r] = x.name[r], vals[5 + r] = us[r];
+    bench_json_row(&b, "gemm", name, 5 + x.nruns, keys, vals);
     BENCH_CU(cuMemFree(x.a));
     BENCH_CU(cuMemFree(x.bm));
     BENCH_CU(cuMemFree(x.c));

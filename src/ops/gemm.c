@@ -46,6 +46,9 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
   WEFT_ARG(comm, a && b, "A or B is NULL");
   WEFT_ARG(comm, ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0,
            "A %p and B %p must be 16-byte aligned (TMA)", a, b);
+  /* k % 8 too: a TMA box may read the rest of the 16-byte unit past the row's end (as its store
+   * writes it, c_takes_tma), which would add the padding of A and B into C */
+  WEFT_ARG(comm, p->k % 8 == 0, "k %d is not a multiple of 8", p->k);
   WEFT_ARG(comm, p->lda >= p->k, "lda %lld is less than k %d", p->lda, p->k);
   WEFT_ARG(comm, p->ldb >= (p->b_kmajor ? p->k : p->n), "ldb %lld is less than %s %d", p->ldb,
            p->b_kmajor ? "k" : "n", p->b_kmajor ? p->k : p->n);
@@ -64,10 +67,12 @@ size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
          16 * (size_t)c->stages + 16 + 1024;
 }
 
-/* Whether C can take TMA stores: a 16-byte-multiple row stride (and 16-byte alignment, which the
- * checks require of every pointer). Otherwise the direct-store epilogue writes it. */
+/* Whether C can take TMA stores: a 16-byte-multiple row stride and row (16-byte alignment the
+ * checks require of every pointer). A row of n elements that ends inside a 16-byte unit is not
+ * enough: the TMA store writes the whole unit (measured on H100: fp32 C with n = 26 and ldc = 28
+ * had columns 26 and 27 written). Otherwise the direct-store epilogue writes C. */
 static int c_takes_tma(const weft_gemm_problem_t *p) {
-  return p->ldc * out_size(p->out) % 16 == 0;
+  return p->ldc * out_size(p->out) % 16 == 0 && p->n * out_size(p->out) % 16 == 0;
 }
 
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work

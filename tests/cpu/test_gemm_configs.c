@@ -64,8 +64,9 @@ static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t 
   if (c->k_splits > 1 && ((size_t)c->k_splits * tiles * c->bm * c->bn > ws_floats || tiles > ws_counters))
     fail(what);
   if (c->k_splits > (p->k + 63) / 64) fail(what);
-  /* C without a 16-byte row stride must take the direct store */
-  if (p->ldc * (p->out == WEFT_DTYPE_FP32 ? 4 : 2) % 16 && !c->splitk) fail(what);
+  /* C without 16-byte rows and row stride must take the direct store */
+  int os = p->out == WEFT_DTYPE_FP32 ? 4 : 2;
+  if ((p->ldc * os % 16 || p->n * os % 16) && !c->splitk) fail(what);
   if (c->cluster != 1 && c->cluster != 2) fail(what);
 }
 
@@ -114,6 +115,7 @@ static void check_args(void) {
       {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_FP32, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* fp32 in */
       {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_UINT8, 1}, a, b, c, 0},
       {{64, 64, 60, 60, 60, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda % 8 */
+      {{64, 64, 60, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* k % 8 */
       {{64, 60, 64, 64, 60, 60, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 0}, a, b, c, 0}, /* [k,n] ldb */
       {{64, 64, 64, 32, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda < k */
       {{64, 64, 64, 64, 64, 63, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* ldc < n */
