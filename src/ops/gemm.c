@@ -112,9 +112,22 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     c->cluster = 1;
     c->stages = c->bm == 128 && c->bn == 128 ? 6 : 8;
   } else {
+    /* Large m: 128-row tiles in 2x1 clusters, as wide as wave quantisation allows. A persistent
+     * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
+     * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
+     * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
+     * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster. */
+    static const struct { int bn, stages, epi; double cost; } w[] = {
+        {256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
+    long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
+    double best = 0;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+      if (!p->b_kmajor && w[i].bn % 128) continue;
+      long long units = ctiles_m * ((p->n + w[i].bn - 1) / w[i].bn);
+      double t = (double)((units + clusters - 1) / clusters) * w[i].bn * w[i].cost;
+      if (best == 0 || t < best) best = t, c->bn = w[i].bn, c->stages = w[i].stages, c->epi_bufs = w[i].epi;
+    }
     c->bm = 128;
-    c->bn = 256;
-    c->stages = 4;
     c->cluster = 2;
   }
   if (!c_takes_tma(p)) c->splitk = 1; /* direct store, k_splits as chosen */
