@@ -13,6 +13,7 @@ static const struct {
   void (*destroy)(weft_comm_t *);
 } ops_table[] = {
     {"allgather", weft_allgather_init, weft_allgather_destroy},
+    {"reduce", weft_reduce_init, weft_reduce_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {

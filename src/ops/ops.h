@@ -21,6 +21,13 @@ typedef struct weft_ops {
   struct weft_kernel *ag_enter, *ag_exit, *ag_sm, *ag_ll;
   unsigned char *ag_ll_buf; /* [2][local_world][ag_ll_slot] symmetric */
   size_t ag_ll_slot;
+  /* reduce_scatter and allreduce (kernels/reduce.cu) */
+  struct weft_module *red;
+  struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_signal, *red_ce_reduce;
+  unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
+  size_t red_ll_slot;
+  unsigned char *red_stage_buf; /* [local_world][red_stage_slot] symmetric (copy-engine RS) */
+  size_t red_stage_slot;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
@@ -34,5 +41,7 @@ void weft_ops_destroy(weft_comm_t *comm);
 /* One op's hooks (ops.c's table). */
 weft_status_t weft_allgather_init(weft_comm_t *comm);
 void weft_allgather_destroy(weft_comm_t *comm);
+weft_status_t weft_reduce_init(weft_comm_t *comm);
+void weft_reduce_destroy(weft_comm_t *comm);
 
 #endif
