@@ -28,6 +28,8 @@ run() { # name, ranks, args...
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
   run allgather "$ngpu" allgather
+  run reduce_scatter "$ngpu" reduce_scatter
+  run allreduce "$ngpu" allreduce
 else
   echo "primitives: needs 2 GPUs, skipped"
 fi
