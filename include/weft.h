@@ -270,7 +270,7 @@ typedef enum weft_red_op {
  * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
  * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank).
  * AUTO: SM, except copy engine for two ranks from 64 MiB per segment (provisional thresholds,
- * to be measured). */
+ * to be measured). Every rank must pass the same algo and recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);
@@ -283,8 +283,9 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * rank's sendbuf whole (not in place: peers still read a rank's sendbuf while it writes its
  * recvbuf); WEFT_ALGO_TWO_SHOT, one kernel in which every rank reduces 1/world of the array from
  * all sendbufs and stores the result into every rank's recvbuf (ReduceScatter and AllGather
- * fused). AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES, SM up to 1 MiB (two-shot in place), two-shot
- * above (provisional thresholds, to be measured). */
+ * fused). AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (provisional, to be
+ * measured; AUTO never picks one-shot, whose in-place restriction would let ranks that differ in
+ * in-place-ness choose different algorithms). Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);

@@ -17,11 +17,11 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
-/* Provisional thresholds, to be measured (weft-bench allreduce / reduce_scatter): one-shot reads
- * (world - 1) whole arrays per rank, two-shot moves 2 (world - 1) / world of one, so one-shot
- * only wins while latency dominates. The copy engines mirror AllGather's measurement: they beat
- * SM stores only with two ranks and large chunks. */
-#define AR_ONE_SHOT_MAX_BYTES (1ull << 20)
+/* Provisional thresholds, to be measured (weft-bench allreduce / reduce_scatter). AllReduce: LL up
+ * to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (one-shot reads (world - 1) whole arrays per
+ * rank, two-shot moves 2 (world - 1) / world of one; one-shot may win between the two, but cannot
+ * run in place, so AUTO leaves it out). ReduceScatter: the copy engines mirror AllGather's
+ * measurement: they beat SM stores only with two ranks and large chunks. */
 #define RS_CE_MIN_BYTES_2RANKS (64ull << 20) /* per segment */
 #define RED_STAGING_DEFAULT (32ull << 20)
 #define RED_THREADS 512
@@ -186,10 +186,10 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   int in_place = recv == send;
   WEFT_ARG(comm, in_place || !overlap(send, bytes, recv, bytes),
            "recvbuf overlaps sendbuf without being equal to it (in place)");
+  /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
+   * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
   if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES                ? WEFT_ALGO_LL
-           : !in_place && bytes <= AR_ONE_SHOT_MAX_BYTES       ? WEFT_ALGO_SM
-                                                               : WEFT_ALGO_TWO_SHOT;
+    algo = bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES,
            "WEFT_ALGO_LL takes at most %u bytes, not %zu", WEFT_ALLREDUCE_LL_MAX_BYTES, bytes);
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,
