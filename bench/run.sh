@@ -31,7 +31,9 @@ run gemm-hooks "$ngpu" gemm --hooks
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
   run allgather "$ngpu" allgather
+  run reduce_scatter "$ngpu" reduce_scatter
+  run allreduce "$ngpu" allreduce
 else
-  echo "primitives, allgather: need 2 GPUs, skipped"
+  echo "primitives and the collectives: need 2 GPUs, skipped"
 fi
 exit $status

@@ -244,6 +244,52 @@ WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, vo
                                       size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                       weft_stream_t stream);
 
+/* Reduction operators. */
+typedef enum weft_red_op {
+  WEFT_RED_OP_SUM = 0
+} weft_red_op_t;
+
+/* The largest array (bytes, count * element size) weft_allreduce's WEFT_ALGO_LL takes. */
+#define WEFT_ALLREDUCE_LL_MAX_BYTES (256u << 10)
+
+/* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, summed in fp32
+ * in rank order 0, 1, ..., world - 1 and rounded once to the element type (round to nearest
+ * even), so every rank gets bit-identical AllReduce results and repeated calls give identical
+ * results. Buffers must be aligned to the element size; any count and any offset otherwise.
+ * Calls of the two ops on one communicator share epochs and scratch: issue them in one order on
+ * every rank, one at a time (stream-ordered), as every collective.
+ *
+ * ReduceScatter: recvbuf[i] = sum over ranks r of rank r's sendbuf[rank * recvcount + i].
+ * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric): peers read it
+ * (WEFT_ALGO_SM) or the copy engines push it (WEFT_ALGO_COPY_ENGINE). recvbuf ([recvcount]) is
+ * any device memory; in place when recvbuf == sendbuf + rank * recvcount, else it must not
+ * overlap sendbuf.
+ * Algorithms: WEFT_ALGO_SM, one kernel that pulls this rank's segment from every rank and
+ * reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
+ * symmetric staging area (side streams) while a kernel on the caller's stream reduces what
+ * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
+ * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank).
+ * AUTO: SM, except copy engine for two ranks from 64 MiB per segment (provisional thresholds,
+ * to be measured). Every rank must pass the same algo and recvcount. */
+WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
+                                           weft_algo_t algo, weft_stream_t stream);
+
+/* AllReduce: recvbuf[i] = sum over ranks r of rank r's sendbuf[i], on every rank. sendbuf and
+ * recvbuf ([count] elements each) must both come from weft_malloc (symmetric); in place when
+ * recvbuf == sendbuf, else they must not overlap.
+ * Algorithms: WEFT_ALGO_LL, one-shot in LL lines through an internal symmetric buffer, at most
+ * WEFT_ALLREDUCE_LL_MAX_BYTES, no handshake; WEFT_ALGO_SM, one-shot: every rank reads every
+ * rank's sendbuf whole (not in place: peers still read a rank's sendbuf while it writes its
+ * recvbuf); WEFT_ALGO_TWO_SHOT, one kernel in which every rank reduces 1/world of the array from
+ * all sendbufs and stores the result into every rank's recvbuf (ReduceScatter and AllGather
+ * fused). AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (provisional, to be
+ * measured; AUTO never picks one-shot, whose in-place restriction would let ranks that differ in
+ * in-place-ness choose different algorithms). Every rank must pass the same algo and count. */
+WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, weft_dtype_t dtype, weft_red_op_t op,
+                                      weft_algo_t algo, weft_stream_t stream);
+
 /* ------------------------------------------------------------------------------------------ */
 /* GEMM (local to this GPU; the building block of the overlapped ops)                          */
 /* ------------------------------------------------------------------------------------------ */

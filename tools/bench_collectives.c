@@ -1,8 +1,9 @@
 /*
  * bench_collectives.c — the machinery every collective suite shares (NCCL beside weft in the same
- * process and run, nccl-tests columns: see bench.h), and `weft-bench allgather`. For every size
- * both ops are checked once on fresh data (outputs poisoned first), then timed interleaved.
- * Sizes are totals (the gathered array), as nccl-tests prints them.
+ * process and run, nccl-tests columns: see bench.h), and the suites `weft-bench allgather`,
+ * `reduce_scatter` and `allreduce`. For every size both ops are checked once on fresh data
+ * (outputs poisoned first), then timed interleaved. Sizes are totals (the gathered array, the
+ * reduced array, the scattered sendbuf), as nccl-tests prints them.
  */
 #include <string.h>
 
@@ -182,3 +183,149 @@ int main_allgather(int argc, char **argv) {
   bench_finish(&b);
   return 0;
 }
+
+/* ---- reduce_scatter and allreduce ------------------------------------------------------------ */
+
+/* Inputs are small integers (-2 .. 2, from a hash of rank, element and round), so that every sum
+ * is exact in fp16, bf16 and fp32 whatever the order: both weft's and NCCL's outputs must equal
+ * the expected values bit for bit. Sizes are totals: the AllReduce array, the ReduceScatter
+ * sendbuf (world segments), as nccl-tests prints them. */
+
+static int red_val(int rank, size_t i, unsigned round) {
+  unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull ^
+                         (unsigned long long)(rank + 1) * 0xC2B2AE3D27D4EB4Full ^ round;
+  x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
+  return (int)(x % 5) - 2;
+}
+
+/* The bits of small integer v (|v| < 2048) as dtype. */
+static unsigned red_bits(int v, weft_dtype_t dt) {
+  float f = (float)v;
+  unsigned u;
+  memcpy(&u, &f, 4);
+  if (dt == WEFT_DTYPE_FP32) return u;
+  if (dt == WEFT_DTYPE_BF16) return u >> 16;
+  if (v == 0) return 0;
+  unsigned m = (unsigned)(v < 0 ? -v : v), e = 0;
+  while ((m >> e) > 1) e++;
+  return (v < 0 ? 0x8000u : 0) | (e + 15) << 10 | ((m << (10 - e)) & 0x3ffu);
+}
+
+static void red_put(void *h, size_t i, unsigned bits, size_t elem) {
+  if (elem == 4) ((unsigned *)h)[i] = bits;
+  else ((unsigned short *)h)[i] = (unsigned short)bits;
+}
+static unsigned red_get(const void *h, size_t i, size_t elem) {
+  return elem == 4 ? ((const unsigned *)h)[i] : ((const unsigned short *)h)[i];
+}
+
+typedef struct red_ctx {
+  ncclComm_t nc;
+  weft_algo_t algo;
+  weft_dtype_t wt;
+  ncclDataType_t nt;
+  int allreduce;
+  void *wsend, *wrecv;
+  CUdeviceptr nsend, nrecv;
+  size_t count; /* AllReduce: count; ReduceScatter: recvcount */
+} red_ctx_t;
+
+static void red_call(bench_t *b, void *ctx, int which) {
+  red_ctx_t *x = ctx;
+  void *ns = (void *)(uintptr_t)x->nsend, *nr = (void *)(uintptr_t)x->nrecv;
+  if (x->allreduce) {
+    if (which == 0)
+      BENCH_CHECK(weft_allreduce(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo, b->stream));
+    else
+      NCCL_CHECK(ncclAllReduce(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+  } else {
+    if (which == 0)
+      BENCH_CHECK(weft_reduce_scatter(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo,
+                                      b->stream));
+    else
+      NCCL_CHECK(ncclReduceScatter(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+  }
+}
+
+static int red_main(int argc, char **argv, int allreduce) {
+  const char *suite = allreduce ? "allreduce" : "reduce_scatter";
+  bench_t b;
+  bench_parse(&b, argc, argv, 8, 256 << 20);
+  bench_init(&b, suite);
+  red_ctx_t x;
+  memset(&x, 0, sizeof x);
+  x.nc = bench_nccl_init(&b);
+  x.algo = bench_parse_algo(b.opt.algo);
+  x.allreduce = allreduce;
+  bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
+  if (x.wt != WEFT_DTYPE_FP16 && x.wt != WEFT_DTYPE_BF16 && x.wt != WEFT_DTYPE_FP32) {
+    fprintf(stderr, "weft-bench %s: -d takes fp16, bf16 or fp32\n", suite);
+    exit(2);
+  }
+  size_t elem = weft_dtype_size(x.wt), maxb = b.opt.max_bytes, world = (size_t)b.world;
+  size_t out_max = allreduce ? maxb : maxb / world + 64;
+  /* weft: sendbuf symmetric; recvbuf symmetric for AllReduce, ordinary memory for ReduceScatter */
+  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wsend));
+  CUdeviceptr rs_recv = 0;
+  if (allreduce) {
+    BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
+  } else {
+    BENCH_CU(cuMemAlloc(&rs_recv, out_max));
+    x.wrecv = (void *)(uintptr_t)rs_recv;
+  }
+  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
+  BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
+  unsigned char *hsend = malloc(maxb), *hout = malloc(out_max);
+  bench_coll_header(&b, suite);
+  const char *tname = x.wt == WEFT_DTYPE_FP16 ? "fp16" : x.wt == WEFT_DTYPE_BF16 ? "bf16" : "fp32";
+  unsigned round = 0;
+  for (size_t total = b.opt.min_bytes; total <= maxb;
+       total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
+    size_t count = allreduce ? total / elem : total / (elem * world);
+    if (count == 0) continue;
+    size_t in = allreduce ? count : count * world, out = count, tot = in * elem;
+    if (allreduce && x.algo == WEFT_ALGO_LL && tot > WEFT_ALLREDUCE_LL_MAX_BYTES) break;
+    size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
+    x.count = count;
+    int wrong[2] = {0, 0};
+    /* check both once: fresh inputs, poisoned outputs */
+    for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
+    BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
+    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
+    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
+    BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
+    BENCH_CU(cuStreamSynchronize(NULL));
+    BENCH_CHECK(weft_comm_barrier(b.comm));
+    red_call(&b, &x, 0);
+    red_call(&b, &x, 1);
+    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    for (int which = 0; which < 2; which++) {
+      BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
+      for (size_t i = 0; i < out; i++) {
+        int sum = 0;
+        for (int r = 0; r < b.world; r++) sum += red_val(r, first + i, round);
+        wrong[which] += red_get(hout, i, elem) != red_bits(sum, x.wt);
+      }
+    }
+    round++;
+    double us_w, us_n;
+    bench_time_pair(&b, red_call, &x, &us_w, &us_n);
+    double factor = allreduce ? 2.0 * (b.world - 1) / b.world : (double)(b.world - 1) / b.world;
+    bench_coll_row(&b, suite, tot, in, tname, us_w, us_n, factor, wrong[0], wrong[1]);
+  }
+  ncclCommDestroy(x.nc);
+  BENCH_CU(cuMemFree(x.nsend));
+  BENCH_CU(cuMemFree(x.nrecv));
+  if (rs_recv) {
+    BENCH_CU(cuMemFree(rs_recv));
+  } else {
+    BENCH_CHECK(weft_free(b.comm, x.wrecv));
+  }
+  BENCH_CHECK(weft_free(b.comm, x.wsend));
+  free(hsend), free(hout);
+  bench_finish(&b);
+  return 0;
+}
+
+int main_reduce_scatter(int argc, char **argv) { return red_main(argc, argv, 0); }
+int main_allreduce(int argc, char **argv) { return red_main(argc, argv, 1); }

@@ -2,8 +2,8 @@
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
  * Usage: weftrun -n N weft-bench <suite> [-b min] [-e max] [-f factor] [-n iters] [-w warmup]
  *                                       [-c check] [-d dtype] [-a algo] [-J file.json]
- * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather (beside NCCL), gemm
- * (beside cuBLAS).
+ * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter and
+ * allreduce (each beside NCCL), gemm (beside cuBLAS).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,8 @@
 int main_primitives(int argc, char **argv);
 int main_allgather(int argc, char **argv);
 int main_gemm(int argc, char **argv);
+int main_reduce_scatter(int argc, char **argv);
+int main_allreduce(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -20,6 +22,10 @@ static const struct {
     {"primitives", main_primitives, "barrier_all latency, signal ping-pong, put bandwidth"},
     {"allgather", main_allgather, "weft_allgather beside ncclAllGather (-a auto|ce|sm|ll)"},
     {"gemm", main_gemm, "weft_gemm beside cuBLAS (-s M,N,K, -l nk|kn, -d bf16|fp16, --hooks)"},
+    {"reduce_scatter", main_reduce_scatter,
+     "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)"},
+    {"allreduce", main_allreduce,
+     "weft_allreduce beside ncclAllReduce (-a auto|sm|two_shot|ll; -d fp16|bf16|fp32)"},
 };
 
 int main(int argc, char **argv) {
@@ -28,6 +34,6 @@ int main(int argc, char **argv) {
       if (!strcmp(argv[1], suites[i].name)) return suites[i].main(argc - 2, argv + 2);
   fprintf(stderr, "usage: weftrun -n N weft-bench <suite> [options]\nsuites:\n");
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-    fprintf(stderr, "  %-12s %s\n", suites[i].name, suites[i].what);
+    fprintf(stderr, "  %-15s %s\n", suites[i].name, suites[i].what);
   return 2;
 }

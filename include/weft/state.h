@@ -40,12 +40,18 @@ typedef unsigned int weft_u32;
 #define WEFT_EPOCH_BARRIER 0   /* barrier_all */
 #define WEFT_EPOCH_ALLGATHER 1 /* weft_allgather (every algorithm) */
 #define WEFT_EPOCH_AG_SM 2     /* weft_allgather's SM calls only (their done counts) */
+#define WEFT_EPOCH_REDUCE 3    /* weft_reduce_scatter and weft_allreduce (every algorithm, every
+                                  copy-engine round) */
+#define WEFT_EPOCH_RS_CE 4     /* weft_reduce_scatter's copy-engine rounds only (arrival counts) */
 #define WEFT_EPOCH_USER0 8     /* first slot free for ops */
 
 /* Flag slots of the ops. */
 #define WEFT_FLAGS_AG_READY 0
 #define WEFT_FLAGS_AG_DONE 1    /* copy-engine calls: set to the epoch */
 #define WEFT_FLAGS_AG_SM_DONE 2 /* SM calls: slices counted, AG_UNITS per call */
+#define WEFT_FLAGS_RED_READY 3  /* reductions: set to the epoch when a call starts */
+#define WEFT_FLAGS_RED_DONE 4   /* reductions that read peers' buffers: set to the epoch at the end */
+#define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a segment landed */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */

@@ -14,6 +14,7 @@ static const struct {
 } ops_table[] = {
     {"allgather", weft_allgather_init, weft_allgather_destroy},
     {"gemm", weft_gemm_init, weft_gemm_destroy},
+    {"reduce", weft_reduce_init, weft_reduce_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {

@@ -30,6 +30,13 @@ typedef struct weft_ops {
   unsigned *gemm_counters;
   size_t gemm_ws_floats;
   int gemm_ws_counters;
+  /* reduce_scatter and allreduce (kernels/reduce.cu) */
+  struct weft_module *red;
+  struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_signal, *red_ce_reduce;
+  unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
+  size_t red_ll_slot;
+  unsigned char *red_stage_buf; /* [local_world][red_stage_slot] symmetric (copy-engine RS) */
+  size_t red_stage_slot;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
@@ -45,5 +52,7 @@ weft_status_t weft_allgather_init(weft_comm_t *comm);
 void weft_allgather_destroy(weft_comm_t *comm);
 weft_status_t weft_gemm_init(weft_comm_t *comm);
 void weft_gemm_destroy(weft_comm_t *comm);
+weft_status_t weft_reduce_init(weft_comm_t *comm);
+void weft_reduce_destroy(weft_comm_t *comm);
 
 #endif

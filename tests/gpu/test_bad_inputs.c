@@ -77,6 +77,59 @@ int main(void) {
   expect("kernel_launch(NULL kernel)", weft_kernel_launch(NULL, NULL, NULL, NULL),
          WEFT_STATUS_INVALID_ARGUMENT);
 
+  /* Reductions: every bad argument is refused before any work (the same calls on every rank). */
+  char *ac = a;
+  expect("allreduce sendbuf from cuMemAlloc",
+         weft_allreduce(comm, (void *)plain, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce of uint8",
+         weft_allreduce(comm, a, a, 16, WEFT_DTYPE_UINT8, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce op 7",
+         weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, (weft_red_op_t)7, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce by copy engine",
+         weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_COPY_ENGINE, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce misaligned fp32",
+         weft_allreduce(comm, ac + 1, ac + 513, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce one-shot in place",
+         weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_SM, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce overlapping, not in place",
+         weft_allreduce(comm, a, ac + 4, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce past the end of the heap",
+         weft_allreduce(comm, a, a, (size_t)1 << 40, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce NULL", weft_allreduce(comm, NULL, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allreduce of 0 elements",
+         weft_allreduce(comm, NULL, NULL, 0, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("reduce_scatter by LL",
+         weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_LL, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("reduce_scatter sendbuf from cuMemAlloc",
+         weft_reduce_scatter(comm, (void *)plain, a, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("reduce_scatter recvbuf inside sendbuf, not my segment",
+         weft_reduce_scatter(comm, a, ac + 2 * 16 * ((rank + 1) % world) + 2, 16, WEFT_DTYPE_BF16,
+                             WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  /* and the valid forms work */
+  expect("allreduce in place (LL)",
+         weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("reduce_scatter into cuMemAlloc memory",
+         weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("reduce_scatter in place",
+         weft_reduce_scatter(comm, a, ac + 2 * 16 * rank, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_SM, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("synchronize", weft_stream_synchronize(comm, NULL), WEFT_STATUS_SUCCESS);
+
   /* The communicator still works: a stream barrier and a put with signal round the ring. */
   uint64_t *sig;
   expect("malloc signal", weft_malloc(comm, 8, (void **)&sig), WEFT_STATUS_SUCCESS);

@@ -1,0 +1,281 @@
+/*
+ * kernels/reduce.cu — ReduceScatter and AllReduce over the ranks of a node (src/ops/reduce.c
+ * launches). Sum of fp16, bf16 or fp32 elements (dtype = weft_dtype_t's value) accumulated in
+ * fp32 in rank order 0, 1, ..., world - 1 and rounded once, so that every rank computes
+ * bit-identical sums. Counts are in elements; every buffer is aligned to its element size.
+ *
+ * Nothing is reset between calls: every call of either op (every algorithm, every copy-engine
+ * round) runs under this rank's WEFT_EPOCH_REDUCE epoch e, one more than the last call's; flags
+ * are set to e and waited for with >= e, so calls of different algorithms may follow each other
+ * in any order. Every call of every algorithm returns only after every rank has started it,
+ * which is what lets the LL areas be reused by epoch parity (see weft_red_ll).
+ *
+ *   weft_red_pull       one kernel, three uses. Block 0 sets "ready e" on every rank; every
+ *                       block waits for every rank's ready (its send may be read, its recv
+ *                       written), reduces elements [0, n) of every rank's symmetric `send` in
+ *                       rank order and stores the sums at `recv` (push = 0: this rank's; push = 1:
+ *                       every rank's, the same symmetric address). The last block to finish sets
+ *                       "done e" on every rank and waits for every rank's, so that no rank
+ *                       returns while a peer may still read its send or write its recv.
+ *                         ReduceScatter SM:      send = my segment of sendbuf, push = 0
+ *                         AllReduce SM one-shot: send = sendbuf, n = count, push = 0
+ *                         AllReduce two-shot:    send, recv = my 1/world of both, push = 1 (the
+ *                                                all-gather is fused into the reduction's stores)
+ *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
+ *                       twice): every rank pushes its whole array into its slot of every rank's
+ *                       LL area (parity of e), then each rank reduces the world slots. No
+ *                       handshake: a sender reaches call e + 2 (the same parity) only after
+ *                       finishing call e + 1, which needed every rank to have started e + 1,
+ *                       i.e. to have finished reading call e's lines.
+ *   weft_red_ce_enter   copy-engine ReduceScatter round (seeds/001 Algorithm 3), before the
+ *                       copies: "ready e" to every rank, wait for all (their staging areas are
+ *                       free: every rank's previous round has been reduced).
+ *   weft_red_ce_signal  after one copy, on the copy's side stream: +1 on the receiver's arrival
+ *                       count of this rank (release). Counts, not epochs: the side stream must not
+ *                       read the epoch, which the reduction on the caller's stream may already
+ *                       have raised. The c-th copy-engine round leaves every count at c.
+ *   weft_red_ce_reduce  on the caller's stream, concurrently with the copies: waits for every
+ *                       peer's count to reach this round's c (WEFT_EPOCH_RS_CE), then reduces my
+ *                       own segment (from sendbuf) and the peers' (from staging) in rank order.
+ */
+#include <weft/device.cuh>
+
+#define RED_SLOT WEFT_EPOCH_REDUCE
+
+/* weft_dtype_t's values */
+#define RED_FP16 2
+#define RED_BF16 3
+#define RED_FP32 4
+
+/* ---- element conversions and sums ---------------------------------------------------------- */
+
+static __device__ __forceinline__ float red_h2f(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ unsigned short red_f2h(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+static __device__ __forceinline__ unsigned short red_f2bf(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+/* A 32-bit word holds one fp32 element or two 16-bit ones; acc[0..1] are its elements' sums. */
+static __device__ __forceinline__ void red_word_add(float *acc, unsigned w, int dtype, int first) {
+  float a, b = 0.f;
+  if (dtype == RED_FP32) a = __uint_as_float(w);
+  else if (dtype == RED_BF16) a = __uint_as_float(w << 16), b = __uint_as_float(w & 0xffff0000u);
+  else a = red_h2f((unsigned short)w), b = red_h2f((unsigned short)(w >> 16));
+  if (first) acc[0] = a, acc[1] = b;
+  else acc[0] += a, acc[1] += b;
+}
+static __device__ __forceinline__ unsigned red_word_pack(const float *acc, int dtype) {
+  if (dtype == RED_FP32) return __float_as_uint(acc[0]);
+  if (dtype == RED_BF16) return (unsigned)red_f2bf(acc[0]) | (unsigned)red_f2bf(acc[1]) << 16;
+  return (unsigned)red_f2h(acc[0]) | (unsigned)red_f2h(acc[1]) << 16;
+}
+
+static __device__ __forceinline__ float red_elem_load(const char *p, int dtype) {
+  if (dtype == RED_FP32) return *(const float *)p;
+  unsigned short h = *(const unsigned short *)p;
+  return dtype == RED_BF16 ? __uint_as_float((unsigned)h << 16) : red_h2f(h);
+}
+static __device__ __forceinline__ void red_elem_store(char *p, float v, int dtype) {
+  if (dtype == RED_FP32) *(float *)p = v;
+  else *(unsigned short *)p = dtype == RED_BF16 ? red_f2bf(v) : red_f2h(v);
+}
+
+/* Sources loaded at once per 16-byte vector (loads from all of them are in flight together). */
+#define RED_BATCH 8
+
+/* dst[d][i] = sum over s in rank order of src[s][i], for i in [0, n) elements, d < ndst; the
+ * grid's threads t of nt share the work. src and dst live in shared memory (every thread reads
+ * the same pointers). 16-byte vectors when every pointer has the same alignment mod 16 (elements
+ * up to the first boundary and the tail one by one), elements one by one otherwise. Each element
+ * is loaded from every source before it is stored, by the same thread, so a destination may be a
+ * source (in place). */
+static __device__ void red_sum_range(const char *const *src, int nsrc, char *const *dst, int ndst,
+                                     weft_u64_t n, int dtype, weft_u64_t t, weft_u64_t nt) {
+  weft_u64_t es = dtype == RED_FP32 ? 4 : 2, a0 = (weft_u64_t)src[0] & 15, head = n, nv = 0;
+  int aligned = 1;
+  for (int s = 1; s < nsrc; s++) aligned &= ((weft_u64_t)src[s] & 15) == a0;
+  for (int d = 0; d < ndst; d++) aligned &= ((weft_u64_t)dst[d] & 15) == a0;
+  if (aligned) {
+    head = ((16 - a0) & 15) / es;
+    if (head > n) head = n;
+    nv = (n - head) * es / 16;
+  }
+  weft_u64_t hb = head * es, tail = head + nv * 16 / es;
+  for (weft_u64_t v = t; v < nv; v += nt) {
+    float acc[8];
+    for (int j = 0; j < 8; j++) acc[j] = 0.f;
+    for (int s0 = 0; s0 < nsrc; s0 += RED_BATCH) {
+      uint4 x[RED_BATCH];
+#pragma unroll
+      for (int j = 0; j < RED_BATCH; j++)
+        if (s0 + j < nsrc) x[j] = ((const uint4 *)(src[s0 + j] + hb))[v];
+#pragma unroll
+      for (int j = 0; j < RED_BATCH; j++)
+        if (s0 + j < nsrc) {
+          int first = s0 + j == 0;
+          red_word_add(acc + 0, x[j].x, dtype, first);
+          red_word_add(acc + 2, x[j].y, dtype, first);
+          red_word_add(acc + 4, x[j].z, dtype, first);
+          red_word_add(acc + 6, x[j].w, dtype, first);
+        }
+    }
+    uint4 o = make_uint4(red_word_pack(acc + 0, dtype), red_word_pack(acc + 2, dtype),
+                         red_word_pack(acc + 4, dtype), red_word_pack(acc + 6, dtype));
+    for (int d = 0; d < ndst; d++) ((uint4 *)(dst[d] + hb))[v] = o;
+  }
+  /* the head, the tail, or everything when unaligned */
+  for (weft_u64_t k = t; k < head + (n - tail); k += nt) {
+    weft_u64_t i = k < head ? k : tail + (k - head), b = i * es;
+    float acc = red_elem_load(src[0] + b, dtype);
+    for (int s = 1; s < nsrc; s++) acc += red_elem_load(src[s] + b, dtype);
+    for (int d = 0; d < ndst; d++) red_elem_store(dst[d] + b, acc, dtype);
+  }
+}
+
+/* Thread 0 of every block, after __syncthreads(): 1 in the last block of the grid to get here,
+ * which then also sees every other block's earlier accesses (the fences on both sides of the
+ * count make the count a release/acquire pair, and bar.sync brought the block's threads' accesses
+ * under thread 0's fence). */
+static __device__ __forceinline__ int red_last_block(void) {
+  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + RED_SLOT);
+  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  weft_fence();
+  if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
+  *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
+  weft_fence();
+  return 1;
+}
+
+/* ---- pull: ReduceScatter SM, AllReduce one-shot and two-shot ------------------------------- */
+
+extern "C" __global__ void weft_red_pull(const char *send, char *recv, unsigned long long n,
+                                         int dtype, int push) {
+  __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
+  __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  unsigned t = threadIdx.x;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  if (blockIdx.x == 0 && t == 0) weft_op_signal_all(WEFT_FLAGS_RED_READY, e);
+  for (int p = (int)t; p < world; p += (int)blockDim.x) {
+    srcs[p] = (const char *)weft_remote_ptr(send, first + p);
+    int q = (me + p) % world; /* own recv first, then the next ranks' (spreads the stores) */
+    dsts[p] = push ? (char *)weft_remote_ptr(recv, first + q) : recv;
+    if (p != me) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, push ? "allreduce(ready)" : "reduce(ready)");
+  }
+  __syncthreads();
+  red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,
+                blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
+  __syncthreads();
+  if (t == 0 && red_last_block()) {
+    weft_op_signal_all(WEFT_FLAGS_RED_DONE, e);
+    for (int p = 0; p < world; p++)
+      if (p != me) weft_op_wait(WEFT_FLAGS_RED_DONE, p, e, push ? "allreduce(done)" : "reduce(done)");
+    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
+  }
+}
+
+/* ---- LL one-shot AllReduce ------------------------------------------------------------------ */
+
+/* The 8 bytes of line l of an n-byte array (zero past n): the padding adds zeros to the sums. */
+static __device__ __forceinline__ weft_u64_t red_ll_get(const unsigned char *p, weft_u64_t n,
+                                                        weft_u64_t l) {
+  weft_u64_t b = l * 8, v = 0;
+  if (b + 8 <= n && ((weft_u64_t)(p + b) & 7) == 0) return *(const weft_u64_t *)(p + b);
+  for (int k = 0; k < 8 && b + k < n; k++) v |= (weft_u64_t)p[b + k] << (8 * k);
+  return v;
+}
+static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n, weft_u64_t l,
+                                                  weft_u64_t v) {
+  weft_u64_t b = l * 8;
+  if (b + 8 <= n && ((weft_u64_t)(p + b) & 7) == 0) {
+    *(weft_u64_t *)(p + b) = v;
+    return;
+  }
+  for (int k = 0; k < 8 && b + k < n; k++) p[b + k] = (unsigned char)(v >> (8 * k));
+}
+
+/* ll: [2 parities][world][ll_slot_bytes] symmetric; slot r holds rank r's lines. The same
+ * thread pushes line l (reading send) and later reduces it (writing recv): in place is safe. */
+extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
+                                       unsigned long long bytes, int dtype, unsigned char *ll,
+                                       unsigned long long ll_slot_bytes) {
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  unsigned flag = (unsigned)e;
+  unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot_bytes;
+  unsigned char *mine = area + (weft_u64_t)me * ll_slot_bytes;
+  weft_u64_t lines = (bytes + 7) / 8, l0 = blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x;
+  weft_u64_t step = gridDim.x * (weft_u64_t)blockDim.x;
+  for (weft_u64_t l = l0; l < lines; l += step) {
+    weft_u64_t v = red_ll_get(send, bytes, l);
+    for (int k = 0; k < world; k++) {
+      int p = me + k < world ? me + k : me + k - world;
+      weft_ll_store16(weft_remote_ptr(mine + l * 16, first + p), (unsigned)v, (unsigned)(v >> 32), flag);
+    }
+  }
+  for (weft_u64_t l = l0; l < lines; l += step) {
+    float acc[4];
+    for (int p = 0; p < world; p++) {
+      weft_u64_t v = weft_ll_load16(area + (weft_u64_t)p * ll_slot_bytes + l * 16, flag);
+      red_word_add(acc, (unsigned)v, dtype, p == 0);
+      red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
+    }
+    red_ll_put(recv, bytes, l,
+               (weft_u64_t)red_word_pack(acc, dtype) | (weft_u64_t)red_word_pack(acc + 2, dtype) << 32);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+
+/* ---- copy-engine ReduceScatter -------------------------------------------------------------- */
+
+extern "C" __global__ void weft_red_ce_enter(void) {
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  if (threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_RED_READY, e);
+  for (int p = threadIdx.x; p < weft_state.local_world; p += blockDim.x)
+    if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, "reduce_scatter(ready)");
+}
+
+/* One thread, after this rank's copy into `peer`'s staging on the same stream: the copy is
+ * complete (stream order); the fence and the release publish it before the count. */
+extern "C" __global__ void weft_red_ce_signal(int peer) {
+  weft_u64_t *count = weft_op_flags(WEFT_FLAGS_RED_ARRIVED) + weft_state.local_rank;
+  weft_fence();
+  weft_red_release((weft_u64_t *)weft_remote_ptr(count, weft_state.node_first_rank + peer), 1);
+}
+
+/* recv[i] = sum over ranks r in order of (r == me ? own[i] : staging slot r [i]), i < n. The
+ * senders put each segment at (own & 15) past its slot's start, so that slots and own share
+ * their alignment mod 16 (own's offset is the same on every rank: sendbuf is symmetric). */
+extern "C" __global__ void weft_red_ce_reduce(const char *own, const char *staging,
+                                              unsigned long long slot_bytes, char *recv,
+                                              unsigned long long n, int dtype) {
+  __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
+  __shared__ char *dsts[1];
+  int world = weft_state.local_world, me = weft_state.local_rank;
+  unsigned t = threadIdx.x;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT), c = weft_epoch_begin(WEFT_EPOCH_RS_CE);
+  for (int p = (int)t; p < world; p += (int)blockDim.x) {
+    srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + ((weft_u64_t)own & 15);
+    if (p != me) weft_op_wait(WEFT_FLAGS_RED_ARRIVED, p, c, "reduce_scatter(ce arrival)");
+  }
+  if (t == 0) dsts[0] = recv;
+  __syncthreads();
+  red_sum_range(srcs, world, dsts, 1, n, dtype, blockIdx.x * (weft_u64_t)blockDim.x + t,
+                gridDim.x * (weft_u64_t)blockDim.x);
+  __syncthreads();
+  if (t == 0) {
+    weft_epoch_finish(RED_SLOT, e);
+    weft_epoch_finish(WEFT_EPOCH_RS_CE, c);
+  }
+}

@@ -1,0 +1,220 @@
+/*
+ * reduce.c — weft_reduce_scatter and weft_allreduce: argument checks, the choice of algorithm,
+ * and the launches of kernels/reduce.cu (see there for the protocols). Shapes, in elements of
+ * fp16, bf16 or fp32: ReduceScatter sendbuf [world][recvcount] symmetric, recvbuf [recvcount];
+ * AllReduce sendbuf, recvbuf [count], both symmetric.
+ *
+ * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
+ * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES)], and the copy-engine ReduceScatter's
+ * staging, [world][slot] with world * slot = WEFT_REDUCE_STAGING_BYTES (default 32 MiB).
+ */
+#include "ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+
+/* Provisional thresholds, to be measured (weft-bench allreduce / reduce_scatter). AllReduce: LL up
+ * to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (one-shot reads (world - 1) whole arrays per
+ * rank, two-shot moves 2 (world - 1) / world of one; one-shot may win between the two, but cannot
+ * run in place, so AUTO leaves it out). ReduceScatter: the copy engines mirror AllGather's
+ * measurement: they beat SM stores only with two ranks and large chunks. */
+#define RS_CE_MIN_BYTES_2RANKS (64ull << 20) /* per segment */
+#define RED_STAGING_DEFAULT (32ull << 20)
+#define RED_THREADS 512
+#define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
+
+weft_status_t weft_reduce_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", NULL, 0, &o->red));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
+  o->red_ll_slot = (WEFT_ALLREDUCE_LL_MAX_BYTES + 7) / 8 * 16;
+  WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
+  uint64_t staging;
+  if (!weft_env_u64("WEFT_REDUCE_STAGING_BYTES", RED_STAGING_DEFAULT, true, &staging))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_REDUCE_STAGING_BYTES does not parse");
+  /* Each slot holds one segment chunk placed at its source's offset mod 16 (the +16). */
+  o->red_stage_slot = (size_t)(staging / (uint64_t)comm->local_world) & ~(size_t)15;
+  if (o->red_stage_slot < (64u << 10) + 16)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "WEFT_REDUCE_STAGING_BYTES=%llu leaves less than 64 KiB per rank",
+                    (unsigned long long)staging);
+  return weft_malloc(comm, (size_t)comm->local_world * o->red_stage_slot, (void **)&o->red_stage_buf);
+}
+
+void weft_reduce_destroy(weft_comm_t *comm) {
+  /* The LL and staging areas go with the heap. */
+  if (comm->ops.red) weft_module_unload(comm->ops.red);
+}
+
+static int overlap(const char *a, size_t an, const char *b, size_t bn) {
+  return a < b + bn && b < a + an;
+}
+
+/* The checks both ops share; *elem gets the element size. */
+static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_op_t op, size_t *elem) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, dtype == WEFT_DTYPE_FP16 || dtype == WEFT_DTYPE_BF16 || dtype == WEFT_DTYPE_FP32,
+           "dtype %d: reductions take fp16, bf16 or fp32", (int)dtype);
+  WEFT_ARG(comm, op == WEFT_RED_OP_SUM, "op %d is not a weft_red_op_t", (int)op);
+  if (comm->world != comm->local_world)
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "reductions run over the ranks of one node (world %d, %d on this node)",
+                    comm->world, comm->local_world);
+  *elem = weft_dtype_size(dtype);
+  return WEFT_STATUS_SUCCESS;
+}
+
+static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
+  unsigned long long b = (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK;
+  return b < 1 ? 1 : b > (unsigned long long)comm->ops.sms ? (unsigned)comm->ops.sms : (unsigned)b;
+}
+
+/* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
+static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, size_t n,
+                              size_t elem, weft_dtype_t dtype, int push, CUstream stream) {
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.block[0] = RED_THREADS;
+  cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
+  unsigned long long count = n;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &count, &dt, &push};
+  return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
+}
+
+/* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
+ * sender: enter (everyone's staging free), then the copies of this rank's segments to their
+ * owners on the side streams, each followed by its arrival signal, while the reduction on the
+ * caller's stream waits for the arrivals; the join keeps the caller's stream behind the copies
+ * (they read sendbuf). */
+static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
+                                    size_t elem, weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  int me = comm->local_rank, world = comm->local_world;
+  size_t chunk = (o->red_stage_slot - 16) / elem; /* elements per round */
+  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
+  one.block[0] = 32;
+  for (size_t off = 0; off < recvcount; off += chunk) {
+    size_t n = recvcount - off < chunk ? recvcount - off : chunk;
+    WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
+    WEFT_CU(comm, cuEventRecord(o->fork, stream));
+    for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) WEFT_CU(comm, cuStreamWaitEvent(o->side[i], o->fork, 0));
+    for (int k = 1; k < world; k++) {
+      int p = (me + k) % world; /* the next rank first, so that ranks do not all hit one GPU */
+      CUstream s = o->side[(k - 1) % WEFT_OPS_SIDE_STREAMS];
+      const char *src = send + ((size_t)p * recvcount + off) * elem;
+      uint64_t peer_base = comm->heap.base + (uint64_t)p * comm->heap.stride - comm->heap.mine;
+      CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(o->red_stage_buf + (size_t)me * o->red_stage_slot +
+                                                 ((uintptr_t)src & 15)) + peer_base;
+      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, s));
+      weft_launch_config_t sig = WEFT_LAUNCH_CONFIG_INIT;
+      void *sargs[] = {&p};
+      WEFT_CHECK(weft_kernel_launch(o->red_ce_signal, &sig, sargs, s));
+    }
+    weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+    cfg.block[0] = RED_THREADS;
+    cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
+    const char *own = send + ((size_t)me * recvcount + off) * elem;
+    char *out = recv + off * elem;
+    unsigned long long slot = o->red_stage_slot, cnt = n;
+    int dt = (int)dtype;
+    void *args[] = {(void *)&own, &o->red_stage_buf, &slot, &out, &cnt, &dt};
+    WEFT_CHECK(weft_kernel_launch(o->red_ce_reduce, &cfg, args, stream));
+    for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
+      WEFT_CU(comm, cuEventRecord(o->join[i], o->side[i]));
+      WEFT_CU(comm, cuStreamWaitEvent(stream, o->join[i], 0));
+    }
+  }
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
+                                  weft_algo_t algo, weft_stream_t stream) {
+  size_t elem = 0;
+  WEFT_CHECK(red_check(comm, dtype, op, &elem));
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM,
+           "algo %d is not one of reduce_scatter's (auto, copy engine, SM)", (int)algo);
+  if (recvcount == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
+  WEFT_ARG(comm, recvcount <= SIZE_MAX / elem / (size_t)comm->world, "recvcount %zu overflows", recvcount);
+  WEFT_ARG(comm, (uintptr_t)sendbuf % elem == 0 && (uintptr_t)recvbuf % elem == 0,
+           "sendbuf %p and recvbuf %p must be aligned to the element size (%zu)", sendbuf, recvbuf, elem);
+  size_t seg = recvcount * elem, total = seg * (size_t)comm->world;
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, sendbuf, total),
+           "sendbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", sendbuf, total);
+  const char *send = sendbuf;
+  char *recv = recvbuf;
+  int in_place = recv == send + (size_t)comm->local_rank * seg;
+  WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
+           "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
+  if (algo == WEFT_ALGO_AUTO)
+    algo = comm->local_world == 2 && seg >= RS_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SM;
+  WEFT_CHECK(weft_comm_make_current(comm));
+  CUstream s = (CUstream)stream;
+  if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
+  return red_pull(comm, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
+}
+
+weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             weft_dtype_t dtype, weft_red_op_t op, weft_algo_t algo,
+                             weft_stream_t stream) {
+  size_t elem = 0;
+  WEFT_CHECK(red_check(comm, dtype, op, &elem));
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_SM || algo == WEFT_ALGO_LL ||
+                     algo == WEFT_ALGO_TWO_SHOT,
+           "algo %d is not one of allreduce's (auto, SM, LL, two-shot)", (int)algo);
+  if (count == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
+  WEFT_ARG(comm, count <= SIZE_MAX / elem, "count %zu overflows", count);
+  WEFT_ARG(comm, (uintptr_t)sendbuf % elem == 0 && (uintptr_t)recvbuf % elem == 0,
+           "sendbuf %p and recvbuf %p must be aligned to the element size (%zu)", sendbuf, recvbuf, elem);
+  size_t bytes = count * elem;
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, sendbuf, bytes),
+           "sendbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", sendbuf, bytes);
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes),
+           "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf, bytes);
+  const char *send = sendbuf;
+  char *recv = recvbuf;
+  int in_place = recv == send;
+  WEFT_ARG(comm, in_place || !overlap(send, bytes, recv, bytes),
+           "recvbuf overlaps sendbuf without being equal to it (in place)");
+  /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
+   * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
+  if (algo == WEFT_ALGO_AUTO)
+    algo = bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES,
+           "WEFT_ALGO_LL takes at most %u bytes, not %zu", WEFT_ALLREDUCE_LL_MAX_BYTES, bytes);
+  WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,
+           "WEFT_ALGO_SM (one-shot) cannot run in place: peers read sendbuf while recvbuf is "
+           "written (use two-shot or LL)");
+  WEFT_CHECK(weft_comm_make_current(comm));
+  CUstream s = (CUstream)stream;
+  weft_ops_t *o = &comm->ops;
+  if (algo == WEFT_ALGO_SM) return red_pull(comm, send, recv, count, elem, dtype, 0, s);
+  if (algo == WEFT_ALGO_TWO_SHOT) {
+    /* This rank's 1/world, in multiples of 8 elements so that aligned arrays stay aligned. */
+    size_t per = (count + (size_t)comm->local_world - 1) / (size_t)comm->local_world;
+    per = (per + 7) & ~(size_t)7;
+    size_t lo = per * (size_t)comm->local_rank;
+    if (lo > count) lo = count;
+    size_t n = count - lo < per ? count - lo : per;
+    return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
+  }
+  /* LL: about 2 lines per thread */
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot;
+  cfg.block[0] = RED_THREADS;
+  unsigned long long blocks = (lines + 2 * RED_THREADS - 1) / (2 * RED_THREADS);
+  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot};
+  return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+}

@@ -1,0 +1,165 @@
+/*
+ * test_allreduce.c — weft_allreduce (sum) against a float64 reference and NCCL's ncclAllReduce on
+ * the same inputs (reduce_test.h gives the bounds): every algorithm (SM one-shot, two-shot, LL,
+ * auto), fp16 / bf16 / fp32, counts from 1 to 64M elements including odd ones, odd element
+ * offsets of both buffers, in place, guard zones around the output, bit-identical results on
+ * every rank, CUDA-graph capture and replay, and 1,000 back-to-back calls with random per-rank
+ * delays and no host synchronisation. Inputs are drawn fresh each run (the seed is printed), the
+ * output is poisoned (NaN) before every call.
+ */
+// weft-test: ranks=2,4 timeout=600
+#include "reduce_test.h"
+
+#define MAX_COUNT (64ull << 20)
+#define GUARD 256 /* bytes poisoned on each side of the output */
+
+static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_TWO_SHOT, WEFT_ALGO_LL, WEFT_ALGO_AUTO};
+static const char *anames[] = {"SM one-shot", "two-shot", "LL", "auto"};
+static const weft_dtype_t dts[] = {WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32};
+
+static int takes(weft_algo_t a, size_t bytes, int in_place) {
+  if (a == WEFT_ALGO_LL) return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES;
+  if (a == WEFT_ALGO_SM) return !in_place;
+  return 1;
+}
+
+int main(void) {
+  setenv("WEFT_HEAP_SIZE", "1G", 0);
+  rt_t t;
+  rt_init(&t, "test_allreduce.cu");
+  int me = t.rank;
+  size_t max_bytes = MAX_COUNT * 4;
+  char *sendb, *recvb; /* symmetric, with room for offsets and guards */
+  OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&sendb));
+  OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&recvb));
+  CUdeviceptr nsend, nrecv;
+  CU(cuMemAlloc(&nsend, max_bytes));
+  CU(cuMemAlloc(&nrecv, max_bytes));
+  CUstream s;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  unsigned long long x = t.seed | 1, st[RT_STATS];
+  unsigned call = 0;
+  int fails = 0;
+  double worst = 0;
+
+  /* Counts 1, 4, ..., 64M, each also odd; random dtype; odd offsets for the odd ones. */
+  for (size_t count = 1; count <= MAX_COUNT; count *= 4) {
+    for (int odd = 0; odd < 2; odd++) {
+      weft_dtype_t dt = dts[test_rand(&x) % 3];
+      size_t elem = weft_dtype_size(dt), n = count;
+      if (odd) n = count + 1 + test_rand(&x) % 7;
+      if (n > MAX_COUNT) n = MAX_COUNT - 1;
+      size_t soff = odd ? 1 + test_rand(&x) % 63 : 0, roff = GUARD / elem + (odd ? 1 + test_rand(&x) % 63 : 0);
+      char *send = sendb + soff * elem, *recv = recvb + roff * elem;
+      size_t bytes = n * elem;
+      for (int a = 0; a < 4; a++) {
+        if (!takes(algos[a], bytes, 0)) continue;
+        CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+        call++;
+        rt_fill(&t, send, n, dt, me, call, 0, s);
+        rt_fill(&t, (void *)(uintptr_t)nsend, n, dt, me, call, 0, s);
+        CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)(recv - GUARD), 0xFF, bytes + 2 * GUARD, s));
+        CU(cuMemsetD8Async(nrecv, 0xFF, bytes, s));
+        OK(weft_allreduce(t.comm, send, recv, n, dt, WEFT_RED_OP_SUM, algos[a], s));
+        NCCL_OK(ncclAllReduce((void *)(uintptr_t)nsend, (void *)(uintptr_t)nrecv, n, rt_nccl_type(dt),
+                              ncclSum, t.nc, s));
+        rt_check(&t, recv, n, dt, call, 0, (void *)(uintptr_t)nrecv, s);
+        rt_guard(&t, recv - GUARD, GUARD, s);
+        rt_guard(&t, recv + bytes, GUARD, s);
+        rt_same(&t, recv, bytes, t.comm->node_first_rank, s);
+        rt_stats(&t, s, st);
+        double ne = rt_maxerr(st);
+        if (ne > worst) worst = ne;
+        if (st[0] || st[1] || st[4] || st[5]) {
+          fails++;
+          printf("[%d] FAIL %s: %zu x %s (send +%zu, recv +%zu el.): %llu off the float64 sum, %llu "
+                 "off NCCL's, %llu guard bytes changed, %llu bytes differ from rank 0's\n",
+                 me, anames[a], n, rt_type_name(dt), soff, roff - GUARD / elem, st[0], st[1], st[4], st[5]);
+        }
+        if (st[2]) printf("[%d] note: NCCL off the float64 sum on %llu elements (%s, %zu x %s)\n", me, st[2],
+                          anames[a], n, rt_type_name(dt));
+      }
+    }
+  }
+  printf("[%d] counts 1 .. 64M, every algorithm: %s (largest normalised error %.3f ulp)\n", me,
+         fails ? "FAILED" : "ok", worst);
+
+  /* In place (sendbuf == recvbuf), every algorithm that takes it, sizes around each threshold. */
+  {
+    const size_t counts[] = {3, 4099, WEFT_ALLREDUCE_LL_MAX_BYTES / 2, (1u << 20) / 2 + 5, 3000001};
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+      for (int a = 0; a < 4; a++) {
+        weft_dtype_t dt = WEFT_DTYPE_BF16;
+        if (!takes(algos[a], counts[i] * 2, 1)) continue;
+        char *buf = sendb + 2 * 3; /* odd element offset */
+        rt_fill(&t, buf, counts[i], dt, me, ++call, 0, s);
+        OK(weft_allreduce(t.comm, buf, buf, counts[i], dt, WEFT_RED_OP_SUM, algos[a], s));
+        rt_check(&t, buf, counts[i], dt, call, 0, NULL, s);
+        rt_same(&t, buf, counts[i] * 2, t.comm->node_first_rank, s);
+      }
+    rt_stats(&t, s, st);
+    if (st[0] || st[5]) fails++, printf("[%d] FAIL in place: %llu wrong, %llu differ from rank 0\n", me, st[0], st[5]);
+    /* one-shot refuses in place */
+    if (weft_allreduce(t.comm, sendb, sendb, 100, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_SM, s) !=
+        WEFT_STATUS_INVALID_ARGUMENT)
+      fails++, printf("[%d] FAIL: SM one-shot accepted in place\n", me);
+  }
+
+  /* Graph: each algorithm with its fill and check, captured once, replayed 20 times; every
+   * replay runs new epochs from device memory. */
+  {
+    CUgraph g;
+    CUgraphExec ge;
+    size_t n = 5003;
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int a = 0; a < 4; a++) {
+      weft_dtype_t dt = dts[a % 3];
+      rt_fill(&t, sendb, n, dt, me, ++call, 0, s);
+      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
+      OK(weft_allreduce(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, algos[a], s));
+      rt_check(&t, recvb, n, dt, call, 0, NULL, s);
+    }
+    CU(cuStreamEndCapture(s, &g));
+    CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+    for (int r = 0; r < 20; r++) CU(cuGraphLaunch(ge, s));
+    rt_stats(&t, s, st);
+    if (st[0]) fails++, printf("[%d] FAIL graph replay: %llu wrong\n", me, st[0]);
+    CU(cuGraphExecDestroy(ge));
+    CU(cuGraphDestroy(g));
+  }
+
+  /* 1,000 back-to-back calls: random counts, dtypes and algorithms, random host and GPU delays
+   * per rank, one synchronisation at the end. */
+  {
+    unsigned long long y = t.seed * 1000003ull + (unsigned long long)me; /* per rank: delays differ */
+    uint64_t t0 = weft_now_ns();
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    for (int i = 0; i < 1000; i++) {
+      size_t n = 1 + test_rand(&x) % 200000;
+      weft_dtype_t dt = dts[test_rand(&x) % 3];
+      weft_algo_t a = algos[test_rand(&x) % 4];
+      if (!takes(a, n * weft_dtype_size(dt), 0)) a = WEFT_ALGO_AUTO;
+      usleep((useconds_t)(test_rand(&y) % 1000));
+      rt_delay(&t, test_rand(&y) % 30000, s);
+      rt_fill(&t, sendb, n, dt, me, ++call, 0, s);
+      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
+      OK(weft_allreduce(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, a, s));
+      rt_check(&t, recvb, n, dt, call, 0, NULL, s);
+    }
+    rt_stats(&t, s, st);
+    printf("[%d] 1000 calls with stragglers in %.2f s: %llu wrong\n", me,
+           (double)(weft_now_ns() - t0) / 1e9, st[0]);
+    if (st[0]) fails++;
+  }
+
+  CU(cuStreamDestroy(s));
+  CU(cuMemFree(nsend));
+  CU(cuMemFree(nrecv));
+  OK(weft_free(t.comm, recvb));
+  OK(weft_free(t.comm, sendb));
+  rt_finish(&t);
+  printf("[%d] %s\n", me, fails ? "FAILED" : "ok");
+  return fails ? 1 : 0;
+}
