@@ -231,7 +231,8 @@ typedef enum weft_algo {
   WEFT_ALGO_SM,          /* one kernel, SM loads/stores over NVLink (AllReduce: one-shot) */
   WEFT_ALGO_LL,          /* low latency: data and flag in one store; small messages only */
   WEFT_ALGO_TWO_SHOT,    /* AllReduce as ReduceScatter then AllGather, in one kernel */
-  WEFT_ALGO_RING         /* neighbour to neighbour only: GPUs without full-mesh links */
+  WEFT_ALGO_RING,        /* neighbour to neighbour only: GPUs without full-mesh links */
+  WEFT_ALGO_SEQUENTIAL   /* overlapped ops: the GEMM and the collective one after the other */
 } weft_algo_t;
 
 /* The largest per-rank chunk WEFT_ALGO_LL takes (bytes). */
@@ -314,6 +315,67 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
                                  void *c, int ldc, int m, int n, int k, weft_dtype_t in,
                                  weft_dtype_t out, weft_gemm_layout_t layout,
                                  weft_stream_t stream);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Overlapped tensor-parallel ops: a GEMM whose communication runs while it computes            */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The overlapped ops share weft_gemm's rules for dtypes, layouts, strides and alignment, run
+ * over the ranks of one node, on the caller's stream (capturable in a CUDA graph), and are
+ * collective: every rank calls them in the same order with the same m, n, k, dtypes, layout and
+ * algo. algo: WEFT_ALGO_AUTO overlaps where overlap can win and runs the GEMM and the
+ * collective one after the other where it cannot (small m: WEFT_OVERLAP_MIN_ROWS); both can be
+ * forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy engines move the data while every SM
+ * computes) and WEFT_ALGO_SEQUENTIAL. Each call starts with a barrier of the ranks on the stream
+ * (no rank may overwrite a buffer a peer still reads from the previous call). */
+#define WEFT_OVERLAP_MIN_ROWS 1024 /* AUTO overlaps from this many rows of C (the gathered m, or
+                                      the m of the partial products); provisional, to be measured */
+
+/* AllGather + GEMM: C[world * m, n] = gather(A)[world * m, k] op(B) on every rank, the gathered
+ * rows in rank order. a: this rank's rows, [m, k] contiguous (any device memory, or
+ * a_gathered + rank * m * k: in place). a_gathered: [world * m, k] contiguous, from weft_malloc
+ * (symmetric); after the call it holds the gathered A. b: this rank's columns of the weights,
+ * [n, k] (LAYOUT_NK) or [k, n] (LAYOUT_KN), row stride ldb. c: [world * m, n], row stride ldc.
+ * Overlapped form: the copy engines push each rank's rows to every peer (seeds/001 Algorithm 1,
+ * one peer link per sender at each step) with a signal behind each push, while the GEMM starts
+ * at the rank's own rows and waits per tile for the rows it reads (a rotated tile order that
+ * follows the arrivals). */
+WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered,
+                                    const void *b, int ldb, void *c, int ldc, int m, int n, int k,
+                                    weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
+                                    weft_algo_t algo, weft_stream_t stream);
+
+/* GEMM + ReduceScatter: rank r's c[m / world, n] = the sum over ranks of rows
+ * [r * m / world, (r + 1) * m / world) of their A[m, k] op(B), with k this rank's share of the
+ * reduction dimension. m must be a multiple of world. a: [m, k] row stride lda; b: [n, k] or
+ * [k, n], ldb; c: [m / world, n] contiguous, any device memory. out is the dtype of the partial
+ * products and of c (BF16, FP16 or FP32; partials are rounded to it, then summed in fp32 in rank
+ * order and rounded once). workspace: from weft_malloc (symmetric), 16-byte aligned, at least
+ * weft_gemm_rs_workspace_size bytes; it holds the partial products and the peers' segments.
+ * Overlapped form: the GEMM computes the segment of rank + 1 first, then rank + 2, ..., its own
+ * last, counting each segment's stored tiles; the copy engines send each finished segment to its
+ * owner while the GEMM goes on (seeds/001 Algorithm 3), and each rank reduces what it received
+ * after its own GEMM. */
+WEFT_API weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b,
+                                    int ldb, void *c, void *workspace, int m, int n, int k,
+                                    weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
+                                    weft_algo_t algo, weft_stream_t stream);
+
+/* Bytes of weft_gemm_rs's (and weft_gemm_ar's) workspace for these m, n and out on this
+ * communicator. */
+WEFT_API weft_status_t weft_gemm_rs_workspace_size(const weft_comm_t *comm, int m, int n,
+                                                   weft_dtype_t out, size_t *bytes);
+
+/* GEMM + AllReduce: c[m, n] = the sum over ranks of their A[m, k] op(B), on every rank (k this
+ * rank's share of the reduction dimension). a, b, out and workspace as for weft_gemm_rs; c:
+ * [m, n] contiguous, from weft_malloc (symmetric); any m. Overlapped form (m a multiple of world): the
+ * GEMM + ReduceScatter above into this rank's rows of c, then an AllGather of the reduced rows
+ * in place (a two-shot AllReduce whose first half hides behind the GEMM). Sequential form: the
+ * GEMM into the workspace, then weft_allreduce. */
+WEFT_API weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b,
+                                    int ldb, void *c, void *workspace, int m, int n, int k,
+                                    weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
+                                    weft_algo_t algo, weft_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
 /* JIT: compile CUDA C tile programs that use the device library (<weft/device.cuh>)           */

@@ -16,6 +16,8 @@
  *                 dynamic mappings; TMA proxy fences
  *   ll.cuh        the LL (data + flag in one store) protocol
  *   multimem.cuh  NVLink multicast (guarded: off on weft's machines)
+ *   reduce.cuh    fp32-accumulated sums of fp16/bf16/fp32 arrays (included on its own by the
+ *                 reducing kernels, not by this file)
  *
  * Every wait in these headers is bounded by WEFT_TIMEOUT_MS and ends on weft_comm_abort; on
  * expiry it reports op, rank, peer, signal index, expected and observed values, and traps.

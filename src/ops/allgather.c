@@ -61,13 +61,12 @@ static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *r
     /* Start with the next rank, so that ranks do not all hit one GPU first. */
     int l = (comm->local_rank + 1 + k) % comm->local_world;
     CUstream s = k % (WEFT_OPS_SIDE_STREAMS + 1) == 0 ? stream : o->side[k % (WEFT_OPS_SIDE_STREAMS + 1) - 1];
-    uint64_t peer_base = comm->heap.base + (uint64_t)l * comm->heap.stride - comm->heap.mine;
     if (pull) {
       if (l == comm->local_rank) continue;
-      CUdeviceptr chunk = (CUdeviceptr)(uintptr_t)(recv + (size_t)l * bytes);
-      WEFT_CU(comm, cuMemcpyAsync(chunk, chunk + peer_base, bytes, s));
+      const char *chunk = recv + (size_t)l * bytes;
+      WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)chunk, weft_heap_peer(&comm->heap, chunk, l), bytes, s));
     } else {
-      CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(recv + (size_t)comm->local_rank * bytes) + peer_base;
+      CUdeviceptr dst = weft_heap_peer(&comm->heap, recv + (size_t)comm->local_rank * bytes, l);
       if (dst != (CUdeviceptr)(uintptr_t)send) /* in place: the local chunk is already there */
         WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)send, bytes, s));
     }

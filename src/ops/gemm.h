@@ -75,4 +75,18 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks,
                                const void *a, const void *b, void *c, CUstream stream);
 
+/* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
+ * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
+ * (op names the public call in messages; c, which must not overlap the workspace, holds all m
+ * rows when c_all_rows, else m / world); the enqueue runs the form that algo asks for (AUTO:
+ * by size) into c, [m / world, n] contiguous. */
+weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
+                                 const void *c, const void *workspace, int m, int n, int k,
+                                 weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
+                                 weft_algo_t algo, int c_all_rows, const char *op,
+                                 weft_gemm_problem_t *p);
+weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                   const void *b, void *c, void *workspace, weft_algo_t algo,
+                                   CUstream stream);
+
 #endif

@@ -15,6 +15,8 @@ static const struct {
     {"allgather", weft_allgather_init, weft_allgather_destroy},
     {"gemm", weft_gemm_init, weft_gemm_destroy},
     {"reduce", weft_reduce_init, weft_reduce_destroy},
+    {"ag_gemm", weft_ag_gemm_init, weft_ag_gemm_destroy},
+    {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {
@@ -35,6 +37,18 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
     if (st != WEFT_STATUS_SUCCESS) return st;
     WEFT_TRACE("op %s ready", ops_table[i].name);
   }
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream) {
+  WEFT_CU(comm, cuEventRecord(comm->ops.fork, stream));
+  WEFT_CU(comm, cuStreamWaitEvent(comm->ops.side[0], comm->ops.fork, 0));
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream) {
+  WEFT_CU(comm, cuEventRecord(comm->ops.join[0], comm->ops.side[0]));
+  WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join[0], 0));
   return WEFT_STATUS_SUCCESS;
 }
 

@@ -37,6 +37,15 @@ typedef struct weft_ops {
   size_t red_ll_slot;
   unsigned char *red_stage_buf; /* [local_world][red_stage_slot] symmetric (copy-engine RS) */
   size_t red_stage_slot;
+  /* ag_gemm: one arrival signal per source rank, symmetric [WEFT_MAX_LOCAL_RANKS] */
+  uint64_t *ag_gemm_sig;
+  /* gemm_rs (kernels/gemm_rs.cu): arrival flags per source rank, symmetric
+   * [WEFT_MAX_LOCAL_RANKS]; the GEMM's stored-tile counters, this GPU only [gemm_rs_counters] */
+  struct weft_module *gemm_rs;
+  struct weft_kernel *gemm_rs_reduce;
+  uint64_t *gemm_rs_flags;
+  uint64_t *gemm_rs_ctr;
+  int gemm_rs_counters;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
@@ -54,5 +63,20 @@ weft_status_t weft_gemm_init(weft_comm_t *comm);
 void weft_gemm_destroy(weft_comm_t *comm);
 weft_status_t weft_reduce_init(weft_comm_t *comm);
 void weft_reduce_destroy(weft_comm_t *comm);
+weft_status_t weft_ag_gemm_init(weft_comm_t *comm);
+void weft_ag_gemm_destroy(weft_comm_t *comm);
+weft_status_t weft_gemm_rs_init(weft_comm_t *comm);
+void weft_gemm_rs_destroy(weft_comm_t *comm);
+
+/* What the overlapped ops share (ag_gemm.c, gemm_rs.c, gemm_ar.c): side stream 0 starts after
+ * everything so far on stream (fork), and stream continues after everything on side stream 0
+ * (join). */
+weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream);
+/* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
+static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
+  if (algo != WEFT_ALGO_AUTO) return algo;
+  return rows >= WEFT_OVERLAP_MIN_ROWS && world > 1 ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
+}
+weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
 
 #endif

@@ -110,9 +110,8 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
       int p = (me + k) % world; /* the next rank first, so that ranks do not all hit one GPU */
       CUstream s = o->side[(k - 1) % WEFT_OPS_SIDE_STREAMS];
       const char *src = send + ((size_t)p * recvcount + off) * elem;
-      uint64_t peer_base = comm->heap.base + (uint64_t)p * comm->heap.stride - comm->heap.mine;
-      CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(o->red_stage_buf + (size_t)me * o->red_stage_slot +
-                                                 ((uintptr_t)src & 15)) + peer_base;
+      CUdeviceptr dst = weft_heap_peer(&comm->heap, o->red_stage_buf + (size_t)me * o->red_stage_slot +
+                                                        ((uintptr_t)src & 15), p);
       WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, s));
       weft_launch_config_t sig = WEFT_LAUNCH_CONFIG_INIT;
       void *sargs[] = {&p};

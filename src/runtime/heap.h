@@ -57,4 +57,10 @@ static inline int weft_heap_contains(const weft_heap_t *h, const void *p, uint64
   return h->base && a >= h->mine && bytes <= h->stride && a - h->mine <= h->stride - bytes;
 }
 
+/* The address, in this process, of local peer `local`'s copy of symmetric address p (p inside
+ * this rank's heap). */
+static inline CUdeviceptr weft_heap_peer(const weft_heap_t *h, const void *p, int local) {
+  return (CUdeviceptr)(uintptr_t)p - h->mine + h->base + (uint64_t)local * h->stride;
+}
+
 #endif /* WEFT_HEAP_H */

@@ -20,8 +20,7 @@ static weft_status_t peer_range(weft_comm_t *comm, const void *sym, size_t bytes
            "%s = %p (+%zu bytes) is not inside the symmetric heap", what, sym, bytes);
   int l = weft_comm_local_index(comm, rank);
   if (l < 0) return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "rank %d is on another node", rank);
-  *peer = (CUdeviceptr)(uintptr_t)sym - comm->heap.mine + comm->heap.base +
-          (uint64_t)l * comm->heap.stride;
+  *peer = weft_heap_peer(&comm->heap, sym, l);
   return WEFT_STATUS_SUCCESS;
 }
 

@@ -1,0 +1,110 @@
+/*
+ * ag_gemm.c — weft_ag_gemm, AllGather + GEMM (weft.h): argument checks, the choice between the
+ * overlapped and the sequential form, and the launches. The kernel is kernels/gemm.cu through
+ * the GEMM launcher (gemm.h) with its per-tile wait. Shapes: a [m, k] per rank, a_gathered
+ * [world * m, k] symmetric, b [n, k] or [k, n] (row stride ldb), c [world * m, n] (ldc).
+ *
+ * One overlapped call, on the caller's stream and side stream 0:
+ *   stream barrier: every rank finished its previous call, so no GEMM still reads the slots that
+ *     are about to be overwritten, and every rank's signals are back to 0;
+ *   fork; on the side stream: this rank's rows into its own slot (unless in place) and its own
+ *     signal, then the pushes of the rows to rank - 1, rank - 2, ... (weft_swizzle_ag_push_peer:
+ *     at each step every rank sends to a different peer, so every link carries one copy), each
+ *     followed by signal[rank] = 1 on the receiver (a stream write after a system-scope fence:
+ *     the rows are visible before the signal is);
+ *   on the caller's stream, the GEMM with HOOK_WAIT (signal s covers rows [s * m, (s + 1) * m)),
+ *     in the tile order of weft_swizzle_ag_row with arrivals rank, rank + 1, rank + 2, ...;
+ *   join; this rank's signals back to 0 (nobody writes them before the next call's barrier).
+ * The signals are written by stream memory operations, not by kernels: the GEMM holds every SM,
+ * so a signalling kernel could not start until the GEMM ended, and the GEMM would wait for it.
+ */
+#include "ops.h"
+
+#include <string.h>
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+#include "gemm.h"
+#include "weft/swizzle.h"
+
+weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
+  return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t), (void **)&comm->ops.ag_gemm_sig);
+}
+
+void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go with the heap */ }
+
+static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p, int m,
+                                        const char *a, char *ag, const void *b, void *c,
+                                        CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  int me = comm->local_rank, world = comm->local_world;
+  size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
+  char *slot = ag + (size_t)me * bytes;
+  CUstream side = o->side[0];
+  WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
+  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  if (a != slot) WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)slot, (CUdeviceptr)(uintptr_t)a, bytes, side));
+  WEFT_CU(comm, cuStreamWriteValue64(side, (CUdeviceptr)(uintptr_t)(o->ag_gemm_sig + me), 1,
+                                     CU_STREAM_WRITE_VALUE_DEFAULT));
+  for (int s = 1; s < world; s++) {
+    int q = weft_swizzle_ag_push_peer(s, me, world, 1);
+    WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, slot, q), (CUdeviceptr)(uintptr_t)a, bytes, side));
+    WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->ag_gemm_sig + me, q), 1,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+  }
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
+   * the kernel's grouped order computes from its first tile-row. */
+  h.rotate_m = weft_swizzle_ag_row(0, me, world, m, cfg.bm * cfg.cluster, 1);
+  h.wait_signals = o->ag_gemm_sig;
+  h.wait_rows = m;
+  h.wait_expected = 1;
+  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, ag, b, c, stream));
+  WEFT_CHECK(weft_ops_join1(comm, stream));
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->ag_gemm_sig, 0,
+                                (size_t)world * sizeof(uint64_t), stream));
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, const void *b,
+                           int ldb, void *c, int ldc, int m, int n, int k, weft_dtype_t in,
+                           weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
+                           weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
+           "layout %d is not a weft_gemm_layout_t", (int)layout);
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SEQUENTIAL,
+           "algo %d is not one of ag_gemm's (auto, copy engine, sequential)", (int)algo);
+  if (comm->world != comm->local_world)
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "ag_gemm runs over the ranks of one node (world %d, %d on this node)",
+                    comm->world, comm->local_world);
+  int world = comm->local_world;
+  WEFT_ARG(comm, m >= 0 && (long long)m * world <= 0x7fffffff, "m %d (x %d ranks) out of range", m, world);
+  weft_gemm_problem_t p = {m * world, n, k, k, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  WEFT_CHECK(weft_gemm_problem_check(comm, &p, a_gathered, b, c));
+  if (m == 0) return WEFT_STATUS_SUCCESS;
+  size_t bytes = (size_t)m * (size_t)k * weft_dtype_size(in);
+  char *ag = a_gathered;
+  const char *mine = a;
+  if (bytes) { /* (n == 0 still gathers A) */
+    WEFT_ARG(comm, mine && ag, "a or a_gathered is NULL");
+    WEFT_ARG(comm, weft_heap_contains(&comm->heap, ag, bytes * (size_t)world),
+             "a_gathered %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", a_gathered,
+             bytes * (size_t)world);
+    const char *slot = ag + (size_t)comm->local_rank * bytes;
+    WEFT_ARG(comm, mine == slot || mine + bytes <= ag || mine >= ag + bytes * (size_t)world,
+             "a overlaps a_gathered without being this rank's rows of it (in place)");
+  }
+  algo = weft_ops_overlap_algo(algo, p.m, world);
+  if (n == 0 || k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
+  WEFT_CHECK(weft_comm_make_current(comm));
+  if (algo == WEFT_ALGO_COPY_ENGINE)
+    return ag_gemm_overlapped(comm, &p, m, mine, ag, b, c, (CUstream)stream);
+  WEFT_CHECK(weft_allgather(comm, a, a_gathered, bytes, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, stream));
+  return weft_gemm_launch(comm, &p, NULL, NULL, ag, b, c, (CUstream)stream);
+}

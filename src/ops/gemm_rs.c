@@ -1,0 +1,200 @@
+/*
+ * gemm_rs.c — weft_gemm_rs, GEMM + ReduceScatter (weft.h): argument checks, the choice between
+ * the overlapped and the sequential form, and the launches of kernels/gemm.cu (through the GEMM
+ * launcher, with its per-tile notify) and kernels/gemm_rs.cu. weft_gemm_ar (gemm_ar.c) reuses
+ * both. Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m / world, n] contiguous; segment q
+ * is rows [q * m / world, (q + 1) * m / world).
+ *
+ * Workspace (symmetric, the caller's): the partial product [m, n] (contiguous, out dtype), then
+ * world staging slots of slot_bytes: slot p of rank q receives rank p's partial of segment q.
+ *
+ * One overlapped call, on the caller's stream and side stream 0 (seeds/001 Algorithm 3):
+ *   stream barrier: every rank finished its previous call (its staging slots are reduced, its
+ *     arrival flags are back to 0);
+ *   fork; on the side stream, for the segments q = rank + 1, rank + 2, ... (weft_swizzle_rs_chunk):
+ *     wait (cuStreamWaitValue64) until the GEMM's stored-tile counters covering segment q
+ *     reach their counts, copy the segment into slot `rank` of rank q's staging, set rank q's
+ *     arrival flag of this rank to 1 (a stream write after a system-scope fence);
+ *   on the caller's stream, the GEMM (HOOK_NOTIFY, .sys release: the copy engine reads what it
+ *     counted) in the order of weft_swizzle_rs_row (segment rank + 1 first, its own last), then
+ *     weft_gemm_rs_reduce (waits for every peer's flag, bounded);
+ *   join; the flags and counters back to 0.
+ * The side stream's waits are stream memory operations without a deadline: they wait for this
+ * GPU's own GEMM only, which waits for nothing (a GEMM that fails fails the context, and with it
+ * the waits); the only cross-rank wait, the reduction's, is a bounded kernel wait. Nothing may be
+ * a kernel on the side stream while the GEMM holds every SM.
+ */
+#include "ops.h"
+
+#include <string.h>
+
+#include "../jit/jit.h"
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+#include "gemm.h"
+#include "weft/swizzle.h"
+
+#define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
+#define GEMM_RS_THREADS 512
+#define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
+
+weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_rs.cu", NULL, 0, &o->gemm_rs));
+  WEFT_CHECK(weft_module_get_kernel(o->gemm_rs, "weft_gemm_rs_reduce", &o->gemm_rs_reduce));
+  o->gemm_rs_counters = GEMM_RS_COUNTERS;
+  CUdeviceptr ctr;
+  WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_RS_COUNTERS * sizeof(uint64_t)));
+  o->gemm_rs_ctr = (uint64_t *)(uintptr_t)ctr;
+  WEFT_CU(comm, cuMemsetD8(ctr, 0, GEMM_RS_COUNTERS * sizeof(uint64_t)));
+  return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t), (void **)&o->gemm_rs_flags);
+}
+
+void weft_gemm_rs_destroy(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  if (o->gemm_rs_ctr) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_rs_ctr);
+  o->gemm_rs_ctr = NULL;
+  if (o->gemm_rs) weft_module_unload(o->gemm_rs); /* the flags go with the heap */
+}
+
+static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
+
+/* The workspace's layout: the partial product's bytes (rounded to 16) and one staging slot's. */
+static void gemm_rs_layout(int world, int m, int n, weft_dtype_t out, size_t *partial, size_t *slot) {
+  size_t es = weft_dtype_size(out), seg = (size_t)(m / world) * (size_t)n * es;
+  *partial = round16((size_t)m * (size_t)n * es);
+  *slot = round16(seg) + 16;
+}
+
+weft_status_t weft_gemm_rs_workspace_size(const weft_comm_t *comm, int m, int n, weft_dtype_t out,
+                                          size_t *bytes) {
+  WEFT_ARG(NULL, comm && bytes, "comm or bytes is NULL");
+  WEFT_ARG(NULL, m >= 0 && n >= 0, "negative size (m %d, n %d)", m, n);
+  WEFT_ARG(NULL, out == WEFT_DTYPE_BF16 || out == WEFT_DTYPE_FP16 || out == WEFT_DTYPE_FP32,
+           "output dtype %d: bf16, fp16 or fp32", (int)out);
+  size_t partial, slot;
+  gemm_rs_layout(comm->local_world, m, n, out, &partial, &slot);
+  *bytes = partial + (size_t)comm->local_world * slot;
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
+                                 const void *c, const void *workspace, int m, int n, int k,
+                                 weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
+                                 weft_algo_t algo, int c_all_rows, const char *op,
+                                 weft_gemm_problem_t *p) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
+           "layout %d is not a weft_gemm_layout_t", (int)layout);
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SEQUENTIAL,
+           "algo %d is not one of %s's (auto, copy engine, sequential)", (int)algo, op);
+  if (comm->world != comm->local_world)
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "%s runs over the ranks of one node (world %d, %d on this node)", op,
+                    comm->world, comm->local_world);
+  WEFT_ARG(comm, m >= 0 && (c_all_rows || m % comm->local_world == 0),
+           "m %d is not a multiple of the %d ranks", m, comm->local_world);
+  *p = (weft_gemm_problem_t){m, n, k, lda, ldb, n, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  WEFT_CHECK(weft_gemm_problem_check(comm, p, a, b, workspace));
+  if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, c, "c is NULL");
+  size_t need;
+  WEFT_CHECK(weft_gemm_rs_workspace_size(comm, m, n, out, &need));
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, workspace, need),
+           "workspace %p (+%zu bytes, weft_gemm_rs_workspace_size) must lie in the symmetric heap "
+           "(weft_malloc)", workspace, need);
+  const char *w = workspace, *cc = c;
+  size_t cbytes = (size_t)(c_all_rows ? m : m / comm->local_world) * (size_t)n * weft_dtype_size(out);
+  WEFT_ARG(comm, cc + cbytes <= w || cc >= w + need, "c overlaps the workspace");
+  return WEFT_STATUS_SUCCESS;
+}
+
+/* The overlapped form (file comment); 0 in *done when this problem cannot take it (the GEMM's
+ * configuration or the counters), nothing enqueued then. */
+static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                        const void *a, const void *b, void *c, char *ws,
+                                        CUstream stream, int *done) {
+  weft_ops_t *o = &comm->ops;
+  int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  /* Counters of nr rows: one per segment when segments are whole 64-row sub-tiles, else one per
+   * 64-row block (a sender then waits for the blocks its segment touches). The kernel adds 1 per
+   * stored 64-row sub-tile on counter[first row / nr]; with 128-row tiles every sub-tile starts
+   * at a multiple of 64, once per tile column. */
+  int nr = seg_rows % 64 == 0 ? seg_rows : 64, counters = (p->m + nr - 1) / nr;
+  *done = cfg.bm == 128 && (!cfg.splitk || cfg.k_splits == 1) && counters <= o->gemm_rs_counters;
+  if (!*done) return WEFT_STATUS_SUCCESS;
+  int tiles_n = (p->n + cfg.bn - 1) / cfg.bn;
+  size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
+  gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
+  char *staging = ws + part;
+  CUstream side = o->side[0];
+  WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
+  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  for (int s = 0; s + 1 < world; s++) {
+    int q = weft_swizzle_rs_chunk(s, me, world, 1);
+    long long r0 = (long long)q * seg_rows, r1 = r0 + seg_rows;
+    for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
+      long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
+      uint64_t target = (uint64_t)tiles_n * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
+      WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
+                                        CU_STREAM_WAIT_VALUE_GEQ));
+    }
+    const char *src = ws + (size_t)q * seg;
+    CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15), q);
+    WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, seg, side));
+    WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q), 1,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+  }
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* Segment rank + 1 first: with dir +1 the order is a rotation of the cluster tile-rows. */
+  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
+  h.notify_counters = o->gemm_rs_ctr;
+  h.notify_rows = nr;
+  h.notify_sys = 1;
+  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
+  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
+  lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
+  lc.block[0] = GEMM_RS_THREADS;
+  const char *own = ws + (size_t)me * seg;
+  unsigned long long slot_bytes = slot, count = (unsigned long long)seg_rows * (unsigned long long)p->n;
+  int dt = (int)p->out;
+  void *args[] = {(void *)&own, &staging, &slot_bytes, &c, &count, &dt, &o->gemm_rs_flags};
+  WEFT_CHECK(weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream));
+  WEFT_CHECK(weft_ops_join1(comm, stream));
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_flags, 0,
+                                (size_t)world * sizeof(uint64_t), stream));
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_ctr, 0,
+                                (size_t)counters * sizeof(uint64_t), stream));
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                   const void *b, void *c, void *workspace, weft_algo_t algo,
+                                   CUstream stream) {
+  int world = comm->local_world;
+  if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_CHECK(weft_comm_make_current(comm));
+  algo = weft_ops_overlap_algo(algo, p->m, world);
+  if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
+  int done = 0;
+  if (algo == WEFT_ALGO_COPY_ENGINE)
+    WEFT_CHECK(gemm_rs_overlapped(comm, p, a, b, c, workspace, stream, &done));
+  if (done) return WEFT_STATUS_SUCCESS;
+  WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
+  return weft_reduce_scatter(comm, workspace, c, (size_t)(p->m / world) * (size_t)p->n, p->out,
+                             WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, (weft_stream_t)stream);
+}
+
+weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
+                           void *c, void *workspace, int m, int n, int k, weft_dtype_t in,
+                           weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
+                           weft_stream_t stream) {
+  weft_gemm_problem_t p;
+  WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
+                                0, "gemm_rs", &p));
+  return weft_gemm_rs_enqueue(comm, &p, a, b, c, workspace, algo, (CUstream)stream);
+}
