@@ -12,67 +12,9 @@
 // weft-test: ranks=1 timeout=600
 #include <math.h>
 
+#include "gemm_test.h"
 #include "gpu_test.h"
 #include "ops/gemm.h"
-
-static const char *src =
-    "#include <weft/device.cuh>\n"
-    "__device__ float ld_in(const unsigned short *p, unsigned long long i, int fp16) {\n"
-    "  unsigned short h = p[i];\n"
-    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
-    "}\n"
-    "__device__ double ld_out(const void *c, unsigned long long i, int out) {\n"
-    "  if (out == 2) return ((const float *)c)[i];\n"
-    "  return ld_in((const unsigned short *)c, i, out == 1);\n"
-    "}\n"
-    /* uniform in [-1, 1), rounded to the input type: rows x ld elements, padding included */
-    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
-    "                                 unsigned long long seed) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
-    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
-    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
-    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
-    "    unsigned short h;\n"
-    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
-    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
-    "    p[i] = h;\n"
-    "  }\n"
-    "}\n"
-    "extern \"C\" __global__ void reference(double *ref, const unsigned short *a, const unsigned short *b,\n"
-    "                                      int m, int n, int k, long long lda, long long ldb,\n"
-    "                                      int kmajor, int fp16) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned long long)m * n;\n"
-    "       i += gridDim.x * blockDim.x) {\n"
-    "    int r = (int)(i / n), c = (int)(i % n);\n"
-    "    double s = 0;\n"
-    "    for (int x = 0; x < k; x++)\n"
-    "      s += (double)ld_in(a, (unsigned long long)r * lda + x, fp16) *\n"
-    "           (double)ld_in(b, kmajor ? (unsigned long long)c * ldb + x : (unsigned long long)x * ldb + c, fp16);\n"
-    "    ref[i] = s;\n"
-    "  }\n"
-    "}\n"
-    /* acc: [0] sum (c - ref)^2, [1] sum ref^2; bad: [0] NaN or inf in C, [1] padding changed */
-    "extern \"C\" __global__ void compare(const void *c, const double *ref, int m, int n, long long ldc,\n"
-    "                                    int out, double *acc, unsigned long long *bad) {\n"
-    "  double e = 0, r2 = 0;\n"
-    "  unsigned long long nan = 0, pad = 0;\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned long long)m * ldc;\n"
-    "       i += gridDim.x * blockDim.x) {\n"
-    "    int col = (int)(i % ldc);\n"
-    "    if (col >= n) {\n"
-    "      if (out == 2 ? ((const unsigned *)c)[i] != 0xFFFFFFFFu : ((const unsigned short *)c)[i] != 0xFFFF) pad++;\n"
-    "      continue;\n"
-    "    }\n"
-    "    double v = ld_out(c, i, out), x = ref[(i / ldc) * n + col];\n"
-    "    if (!(v == v) || v - v != 0) { nan++; continue; }\n"
-    "    e += (v - x) * (v - x);\n"
-    "    r2 += x * x;\n"
-    "  }\n"
-    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r2);\n"
-    "  if (nan) atomicAdd(&bad[0], nan);\n"
-    "  if (pad) atomicAdd(&bad[1], pad);\n"
-    "}\n";
 
 static weft_comm_t *comm;
 static weft_kernel_t *k_fill, *k_ref, *k_cmp;
@@ -112,9 +54,9 @@ static void setup(buffers_t *x, const weft_gemm_problem_t *p) {
   unsigned long long n2 = nb;
   void *fb[] = {&x->b, &n2, &fp16, &sb};
   launch(k_fill, fb);
-  int m = p->m, nn = p->n, k = p->k, kmaj = p->b_kmajor;
+  int m = p->m, nn = p->n, k = p->k, kmaj = p->b_kmajor, accumulate = 0;
   long long lda = p->lda, ldb = p->ldb;
-  void *ra[] = {&x->ref, &x->a, &x->b, &m, &nn, &k, &lda, &ldb, &kmaj, &fp16};
+  void *ra[] = {&x->ref, &x->a, &x->b, &m, &nn, &k, &lda, &ldb, &kmaj, &fp16, &accumulate};
   launch(k_ref, ra);
 }
 
@@ -294,11 +236,11 @@ static void graph(void) {
 
 int main(int argc, char **argv) {
   int small = argc > 1 && !strcmp(argv[1], "--small");
-  test_precompile(src, "test_gemm.cu");
+  test_precompile(gemm_test_src, "test_gemm.cu");
   comm = test_init();
   rng = test_seed(comm) | 1;
   weft_module_t *mod;
-  OK(weft_module_load(comm, src, "test_gemm.cu", NULL, 0, &mod));
+  OK(weft_module_load(comm, gemm_test_src, "test_gemm.cu", NULL, 0, &mod));
   k_fill = test_kernel(mod, "fill");
   k_ref = test_kernel(mod, "reference");
   k_cmp = test_kernel(mod, "compare");

@@ -1,0 +1,366 @@
+/*
+ * test_overlap.c — the overlapped tensor-parallel ops (weft_ag_gemm, weft_gemm_rs, weft_gemm_ar)
+ * against float64 references that each rank computes on its GPU from every rank's inputs (a
+ * rank regenerates its peers' random inputs from their seeds): random shapes (m not a multiple
+ * of tile x world, odd n, wider row strides), both B layouts, bf16 and fp16 inputs, bf16, fp16
+ * and fp32 outputs, each op's overlapped form, its sequential form and AUTO; the gathered A of
+ * AG+GEMM bit for bit. Inputs are drawn fresh each run; outputs, the gathered A and the
+ * workspaces are poisoned (NaN) before each call; every element is checked. Then the three ops
+ * captured in one CUDA graph and replayed, and 200 back-to-back calls of each op with random
+ * straggler delays (a hang is a timeout, which fails the test).
+ * Tolerances, ||out - ref|| / ||ref||: 1e-4 with fp32 outputs, 1e-2 with 16-bit ones (GEMM+RS and
+ * GEMM+AR round each rank's partial product to the output type before the sum, as cuBLAS + NCCL
+ * do; AG+GEMM is one GEMM: 5e-3 as in test_gemm.c).
+ */
+// weft-test: ranks=2,4 timeout=900
+#include <math.h>
+
+#include "gemm_test.h"
+#include "gpu_test.h"
+
+enum { OP_AG, OP_RS, OP_AR };
+static const char *op_names[] = {"ag_gemm", "gemm_rs", "gemm_ar"};
+
+static weft_comm_t *comm;
+static weft_kernel_t *k_fill, *k_ref, *k_cmp, *k_delay;
+static CUstream s;
+static int me, world, failures, cases;
+static unsigned long long base;  /* the same on every rank */
+static unsigned long long shared; /* shapes: the same sequence on every rank */
+static unsigned long long mine;   /* stragglers: this rank's own sequence */
+
+static void launch(weft_kernel_t *k, void **args) {
+  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+  c.grid[0] = 528;
+  c.block[0] = 256;
+  OK(weft_kernel_launch(k, &c, args, s));
+}
+
+static size_t out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
+
+/* Rank q's input `which` (0: A, 1: B) of case id: any rank can draw it. */
+static unsigned long long data_seed(int q, int which, int id) {
+  unsigned long long x = base * 0x9E3779B97F4A7C15ull ^ ((unsigned long long)id << 20) ^
+                         ((unsigned long long)q << 4) ^ (unsigned long long)which;
+  return test_rand(&x) | 1;
+}
+
+static void fill(CUdeviceptr p, size_t n, int fp16, unsigned long long seed) {
+  unsigned long long nn = n;
+  void *a[] = {&p, &nn, &fp16, &seed};
+  launch(k_fill, a);
+}
+
+static void reference(CUdeviceptr ref, CUdeviceptr a, CUdeviceptr b, int m, int n, int k,
+                      long long lda, long long ldb, int kmaj, int fp16, int accumulate) {
+  void *args[] = {&ref, &a, &b, &m, &n, &k, &lda, &ldb, &kmaj, &fp16, &accumulate};
+  launch(k_ref, args);
+}
+
+/* Every element of c ([m, ldc], columns n.. poisoned) against ref ([m, n]). */
+static void check(CUdeviceptr c, CUdeviceptr ref, int m, int n, long long ldc, weft_dtype_t out,
+                  double tol, const char *what) {
+  CUdeviceptr acc, bad;
+  CU(cuMemAlloc(&acc, 16));
+  CU(cuMemAlloc(&bad, 16));
+  CU(cuMemsetD8Async(acc, 0, 16, s));
+  CU(cuMemsetD8Async(bad, 0, 16, s));
+  int o = out == WEFT_DTYPE_FP32 ? 2 : out == WEFT_DTYPE_FP16;
+  void *args[] = {&c, &ref, &m, &n, &ldc, &o, &acc, &bad};
+  launch(k_cmp, args);
+  OK(weft_stream_synchronize(comm, s));
+  double h[2];
+  unsigned long long b[2];
+  CU(cuMemcpyDtoH(h, acc, 16));
+  CU(cuMemcpyDtoH(b, bad, 16));
+  CU(cuMemFree(acc));
+  CU(cuMemFree(bad));
+  double err = h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+  int ok = b[0] == 0 && b[1] == 0 && err <= tol;
+  cases++;
+  if (!ok) failures++;
+  printf("[%d] %s %s: err %.2e (tol %.0e), %llu non-finite, %llu padding changed\n", me,
+         ok ? "ok  " : "FAIL", what, err, tol, b[0], b[1]);
+  fflush(stdout);
+}
+
+static void same_bytes(CUdeviceptr got, CUdeviceptr want, size_t bytes, const char *what) {
+  OK(weft_stream_synchronize(comm, s));
+  unsigned char *g = malloc(bytes), *w = malloc(bytes);
+  CU(cuMemcpyDtoH(g, got, bytes));
+  CU(cuMemcpyDtoH(w, want, bytes));
+  size_t i = 0;
+  while (i < bytes && g[i] == w[i]) i++;
+  cases++;
+  if (i < bytes) failures++;
+  if (i < bytes)
+    printf("[%d] FAIL %s: byte %zu of %zu differs (0x%02x, expected 0x%02x)\n", me, what, i, bytes,
+           g[i], w[i]);
+  else
+    printf("[%d] ok   %s: %zu bytes bit for bit\n", me, what, bytes);
+  free(g);
+  free(w);
+}
+
+static CUdeviceptr dev_alloc(size_t bytes) {
+  CUdeviceptr p;
+  CU(cuMemAlloc(&p, bytes + 16));
+  return p;
+}
+static void *sym_alloc(size_t bytes) {
+  void *p;
+  OK(weft_malloc(comm, bytes + 16, &p));
+  return p;
+}
+#define DP(p) ((CUdeviceptr)(uintptr_t)(p))
+#define VP(p) ((void *)(uintptr_t)(p))
+
+/* One problem of one op, its buffers and its reference. m: AG rows per rank; RS/AR all rows. */
+typedef struct tcase {
+  int op, id;
+  int m, n, k, kmaj, in_place, pad_a, pad_b, pad_c;
+  weft_dtype_t in, out;
+  weft_algo_t algo;
+  /* buffers */
+  CUdeviceptr a, b, c, ref, afull;
+  void *sym;  /* AG: the gathered A; RS / AR: the workspace */
+  void *csym; /* AR: c */
+  long long lda, ldb, ldc;
+  int c_rows;
+  size_t c_bytes, sym_bytes;
+} tcase_t;
+
+static const char *algo_name(weft_algo_t a) {
+  return a == WEFT_ALGO_AUTO ? "auto" : a == WEFT_ALGO_COPY_ENGINE ? "overlapped" : "sequential";
+}
+
+static void describe(const tcase_t *t, char *buf, size_t n) {
+  snprintf(buf, n, "%s %-10s m %5d n %5d k %5d %s %s->%s%s", op_names[t->op], algo_name(t->algo),
+           t->m, t->n, t->k, t->kmaj ? "NK" : "KN", t->in == WEFT_DTYPE_FP16 ? "fp16" : "bf16",
+           t->out == WEFT_DTYPE_FP32 ? "fp32" : t->out == WEFT_DTYPE_FP16 ? "fp16" : "bf16",
+           t->in_place ? " in place" : "");
+}
+
+/* Allocates and fills the inputs, computes the reference (collective: symmetric buffers). */
+static void setup(tcase_t *t) {
+  int fp16 = t->in == WEFT_DTYPE_FP16, brows = t->kmaj ? t->n : t->k;
+  size_t eo = out_size(t->out);
+  t->ldb = (t->kmaj ? t->k : t->n) + t->pad_b;
+  t->b = dev_alloc((size_t)brows * t->ldb * 2);
+  if (t->op == OP_AG) {
+    int M = world * t->m;
+    t->lda = t->k;
+    t->ldc = t->n + t->pad_c;
+    t->c_rows = M;
+    size_t shard = (size_t)t->m * t->k * 2;
+    t->afull = dev_alloc(shard * world);
+    for (int q = 0; q < world; q++)
+      fill(t->afull + q * shard, (size_t)t->m * t->k, fp16, data_seed(q, 0, t->id));
+    t->sym_bytes = shard * world;
+    t->sym = sym_alloc(t->sym_bytes);
+    t->a = t->in_place ? DP(t->sym) + me * shard : dev_alloc(shard);
+    fill(t->b, (size_t)brows * t->ldb, fp16, data_seed(me, 1, t->id));
+    t->ref = dev_alloc((size_t)M * t->n * 8);
+    reference(t->ref, t->afull, t->b, M, t->n, t->k, t->lda, t->ldb, t->kmaj, fp16, 0);
+  } else {
+    int rows = t->op == OP_RS ? t->m / world : t->m, r0 = t->op == OP_RS ? me * rows : 0;
+    t->lda = t->k + t->pad_a;
+    t->ldc = t->n;
+    t->c_rows = rows;
+    size_t na = (size_t)t->m * t->lda, nb = (size_t)brows * t->ldb;
+    t->a = dev_alloc(na * 2);
+    size_t ws;
+    OK(weft_gemm_rs_workspace_size(comm, t->m, t->n, t->out, &ws));
+    t->sym_bytes = ws;
+    t->sym = sym_alloc(ws);
+    if (t->op == OP_AR) t->csym = sym_alloc((size_t)t->m * t->n * eo);
+    /* the reference sums every rank's partial of these rows, drawn again from its seeds */
+    CUdeviceptr qa = dev_alloc(na * 2), qb = dev_alloc(nb * 2);
+    t->ref = dev_alloc((size_t)rows * t->n * 8);
+    for (int q = 0; q < world; q++) {
+      fill(qa, na, fp16, data_seed(q, 0, t->id));
+      fill(qb, nb, fp16, data_seed(q, 1, t->id));
+      reference(t->ref, qa + (size_t)r0 * t->lda * 2, qb, rows, t->n, t->k, t->lda, t->ldb,
+                t->kmaj, fp16, q > 0);
+    }
+    OK(weft_stream_synchronize(comm, s));
+    CU(cuMemFree(qa));
+    CU(cuMemFree(qb));
+    fill(t->a, na, fp16, data_seed(me, 0, t->id));
+    fill(t->b, nb, fp16, data_seed(me, 1, t->id));
+  }
+  t->c_bytes = (size_t)t->c_rows * t->ldc * eo;
+  if (t->op != OP_AR) t->c = dev_alloc(t->c_bytes);
+  else t->c = DP(t->csym);
+  OK(weft_stream_synchronize(comm, s));
+}
+
+/* Poisons what the op writes (and, for AG, this rank's shard in place again). */
+static void poison(tcase_t *t) {
+  CU(cuMemsetD8Async(t->c, 0xFF, t->c_bytes, s));
+  CU(cuMemsetD8Async(DP(t->sym), 0xFF, t->sym_bytes, s));
+  if (t->op == OP_AG) {
+    size_t shard = (size_t)t->m * t->k * 2;
+    CU(cuMemcpyDtoDAsync(t->a, t->afull + me * shard, shard, s));
+  }
+}
+
+static void call(tcase_t *t) {
+  weft_gemm_layout_t l = t->kmaj ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN;
+  if (t->op == OP_AG)
+    OK(weft_ag_gemm(comm, VP(t->a), t->sym, VP(t->b), (int)t->ldb, VP(t->c), (int)t->ldc, t->m,
+                    t->n, t->k, t->in, t->out, l, t->algo, s));
+  else if (t->op == OP_RS)
+    OK(weft_gemm_rs(comm, VP(t->a), (int)t->lda, VP(t->b), (int)t->ldb, VP(t->c), t->sym, t->m,
+                    t->n, t->k, t->in, t->out, l, t->algo, s));
+  else
+    OK(weft_gemm_ar(comm, VP(t->a), (int)t->lda, VP(t->b), (int)t->ldb, VP(t->c), t->sym, t->m,
+                    t->n, t->k, t->in, t->out, l, t->algo, s));
+}
+
+static void verify(tcase_t *t, const char *when) {
+  char what[200], d[160];
+  describe(t, d, sizeof d);
+  snprintf(what, sizeof what, "%s%s", d, when);
+  double tol = t->out == WEFT_DTYPE_FP32 ? 1e-4 : t->op == OP_AG ? 5e-3 : 1e-2;
+  check(t->c, t->ref, t->c_rows, t->n, t->ldc, t->out, tol, what);
+  if (t->op == OP_AG) {
+    snprintf(what, sizeof what, "%s: gathered A%s", d, when);
+    same_bytes(DP(t->sym), t->afull, (size_t)world * t->m * t->k * 2, what);
+  }
+}
+
+static void teardown(tcase_t *t) {
+  OK(weft_stream_synchronize(comm, s));
+  OK(weft_comm_barrier(comm)); /* no peer still pushes into the symmetric buffers */
+  if (!(t->op == OP_AG && t->in_place)) CU(cuMemFree(t->a));
+  CU(cuMemFree(t->b));
+  CU(cuMemFree(t->ref));
+  if (t->afull) CU(cuMemFree(t->afull));
+  if (t->op != OP_AR) CU(cuMemFree(t->c));
+  if (t->csym) OK(weft_free(comm, t->csym));
+  OK(weft_free(comm, t->sym));
+}
+
+static int next_id;
+static tcase_t make(int op, int m, int n, int k, int kmaj, weft_dtype_t in, weft_dtype_t out,
+                    weft_algo_t algo) {
+  tcase_t t;
+  memset(&t, 0, sizeof t);
+  t.op = op, t.id = next_id++, t.m = m, t.n = n, t.k = k, t.kmaj = kmaj, t.in = in, t.out = out;
+  t.algo = algo;
+  return t;
+}
+
+static void one(tcase_t t) {
+  setup(&t);
+  poison(&t);
+  call(&t);
+  verify(&t, "");
+  teardown(&t);
+}
+
+/* A random problem of op: sizes off every tile multiple; the same on every rank. */
+static tcase_t random_case(int op, weft_algo_t algo, int large) {
+  static const weft_dtype_t ins[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16},
+                            outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
+  int kmaj = (int)(test_rand(&shared) & 1);
+  int n = 1 + (int)(test_rand(&shared) % (large ? 1200 : 700));
+  if (!kmaj) n = 8 * (1 + n / 8); /* contiguous [k, n] B needs 16-byte rows */
+  int k = 8 * (1 + (int)(test_rand(&shared) % (large ? 96 : 48)));
+  int rows = large ? 600 + (int)(test_rand(&shared) % 900) : 1 + (int)(test_rand(&shared) % 300);
+  int m = op == OP_AG ? rows : op == OP_RS ? world * rows : world * rows + (int)(test_rand(&shared) % 2 ? 0 : test_rand(&shared) % world);
+  tcase_t t = make(op, m, n, k, kmaj, ins[test_rand(&shared) & 1], outs[test_rand(&shared) % 3], algo);
+  t.pad_a = 8 * (int)(test_rand(&shared) % 3);
+  t.pad_b = kmaj || test_rand(&shared) % 2 ? 8 * (int)(test_rand(&shared) % 3) : 0;
+  t.pad_c = (int)(test_rand(&shared) % 5);
+  t.in_place = op == OP_AG && (test_rand(&shared) & 1);
+  return t;
+}
+
+/* The three ops captured in one graph, replayed three times. */
+static void graph(void) {
+  tcase_t t[3] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
+                  make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
+                  make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE)};
+  for (int i = 0; i < 3; i++) {
+    setup(&t[i]);
+    poison(&t[i]);
+    call(&t[i]); /* compiles and loads before the capture */
+    verify(&t[i], " (before capture)");
+  }
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  for (int i = 0; i < 3; i++) call(&t[i]);
+  CUgraph g;
+  CUgraphExec ge;
+  CU(cuStreamEndCapture(s, &g));
+  CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+  for (int rep = 0; rep < 3; rep++) {
+    for (int i = 0; i < 3; i++) poison(&t[i]);
+    OK(weft_stream_barrier(comm, s)); /* every rank poisoned before any op of the graph writes */
+    CU(cuGraphLaunch(ge, s));
+    for (int i = 0; i < 3; i++) verify(&t[i], " (graph replay)");
+  }
+  CU(cuGraphExecDestroy(ge));
+  CU(cuGraphDestroy(g));
+  for (int i = 0; i < 3; i++) teardown(&t[i]);
+}
+
+/* 200 back-to-back calls with random stragglers (up to 300 us before a call on some ranks),
+ * then the last result checked. */
+static void stress(int op) {
+  tcase_t t = make(op, op == OP_AG ? 600 : world * 600, 512, 256, 1, WEFT_DTYPE_BF16,
+                   WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE);
+  setup(&t);
+  poison(&t);
+  for (int i = 0; i < 200; i++) {
+    if (test_rand(&mine) % 3 == 0) {
+      unsigned long long ns = test_rand(&mine) % 300000;
+      void *a[] = {&ns};
+      weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+      OK(weft_kernel_launch(k_delay, &c, a, s));
+    }
+    t.algo = i % 10 == 9 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_COPY_ENGINE;
+    call(&t);
+  }
+  verify(&t, " (after 200 calls with stragglers)");
+  teardown(&t);
+}
+
+int main(void) {
+  test_precompile(gemm_test_src, "test_overlap.cu");
+  comm = test_init();
+  me = comm->rank;
+  world = comm->world;
+  unsigned long long seed = test_seed(comm);
+  base = seed / 1000003ull;
+  shared = base * 2654435761ull | 1;
+  mine = seed | 1;
+  weft_module_t *mod;
+  OK(weft_module_load(comm, gemm_test_src, "test_overlap.cu", NULL, 0, &mod));
+  k_fill = test_kernel(mod, "fill");
+  k_ref = test_kernel(mod, "reference");
+  k_cmp = test_kernel(mod, "compare");
+  k_delay = test_kernel(mod, "delay");
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL, WEFT_ALGO_AUTO};
+
+  for (int op = 0; op < 3; op++) {
+    for (int a = 0; a < 3; a++)
+      for (int i = 0; i < 4; i++) one(random_case(op, algos[a], i >= 2));
+    /* AUTO's overlapped form on a larger problem, segments of whole 64-row sub-tiles (RS/AR) */
+    one(make(op, op == OP_AG ? 1100 : world * 1024, 1000, 512, 1, WEFT_DTYPE_BF16,
+             WEFT_DTYPE_BF16, WEFT_ALGO_AUTO));
+    /* k = 0 */
+    one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
+             WEFT_ALGO_COPY_ENGINE));
+  }
+  graph();
+  for (int op = 0; op < 3; op++) stress(op);
+
+  printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
+  OK(weft_module_unload(mod));
+  CU(cuStreamDestroy(s));
+  OK(weft_comm_destroy(comm));
+  return failures ? 1 : 0;
+}
