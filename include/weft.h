@@ -363,7 +363,7 @@ WEFT_API weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, c
 
 /* Bytes of weft_gemm_rs's (and weft_gemm_ar's) workspace for these m, n and out on this
  * communicator. */
-WEFT_API weft_status_t weft_gemm_rs_workspace_size(const weft_comm_t *comm, int m, int n,
+WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int n,
                                                    weft_dtype_t out, size_t *bytes);
 
 /* GEMM + AllReduce: c[m, n] = the sum over ranks of their A[m, k] op(B), on every rank (k this

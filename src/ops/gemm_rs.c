@@ -66,11 +66,12 @@ static void gemm_rs_layout(int world, int m, int n, weft_dtype_t out, size_t *pa
   *slot = round16(seg) + 16;
 }
 
-weft_status_t weft_gemm_rs_workspace_size(const weft_comm_t *comm, int m, int n, weft_dtype_t out,
+weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int n, weft_dtype_t out,
                                           size_t *bytes) {
-  WEFT_ARG(NULL, comm && bytes, "comm or bytes is NULL");
-  WEFT_ARG(NULL, m >= 0 && n >= 0, "negative size (m %d, n %d)", m, n);
-  WEFT_ARG(NULL, out == WEFT_DTYPE_BF16 || out == WEFT_DTYPE_FP16 || out == WEFT_DTYPE_FP32,
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, bytes, "bytes is NULL");
+  WEFT_ARG(comm, m >= 0 && n >= 0, "negative size (m %d, n %d)", m, n);
+  WEFT_ARG(comm, out == WEFT_DTYPE_BF16 || out == WEFT_DTYPE_FP16 || out == WEFT_DTYPE_FP32,
            "output dtype %d: bf16, fp16 or fp32", (int)out);
   size_t partial, slot;
   gemm_rs_layout(comm->local_world, m, n, out, &partial, &slot);

@@ -171,6 +171,45 @@ int main(void) {
   T("put_signal with a bad signal (nothing enqueued)",
     weft_stream_put_signal(comm, heap + 64, local, 8, (uint64_t *)(heap + 3), 1, 0, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
+  /* the overlapped ops refuse before any GPU work (fake but aligned device pointers) */
+  char *hend = (char *)(uintptr_t)(comm->heap.mine + comm->heap.stride);
+  void *off_heap = (void *)(uintptr_t)0x100000, *dev = heap + 1024;
+  const weft_dtype_t BF = WEFT_DTYPE_BF16;
+  const weft_gemm_layout_t NK = WEFT_GEMM_LAYOUT_NK;
+  T("ag_gemm by LL", weft_ag_gemm(comm, dev, heap, dev, 64, dev, 64, 8, 64, 64, BF, BF, NK, WEFT_ALGO_LL, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("ag_gemm layout 5", weft_ag_gemm(comm, dev, heap, dev, 64, dev, 64, 8, 64, 64, BF, BF, (weft_gemm_layout_t)5,
+    WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("ag_gemm k 12", weft_ag_gemm(comm, dev, heap, dev, 16, dev, 64, 8, 64, 12, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("ag_gemm a_gathered off the heap",
+    weft_ag_gemm(comm, dev, off_heap, dev, 64, dev, 64, 8, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("ag_gemm a inside a_gathered, not in place",
+    weft_ag_gemm(comm, heap + 16, heap, dev, 64, dev, 64, 8, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  size_t ws = 0;
+  TG("gemm_rs_workspace_size(NULL comm)", weft_gemm_rs_workspace_size(NULL, 8, 8, BF, &ws),
+     WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_rs_workspace_size fp64", weft_gemm_rs_workspace_size(comm, 8, 8, WEFT_DTYPE_FP64, &ws),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_rs_workspace_size 10 x 3 bf16", weft_gemm_rs_workspace_size(comm, 10, 3, BF, &ws),
+    WEFT_STATUS_SUCCESS);
+  checked++;
+  if (ws != 64 + 80) failures++, printf("FAIL gemm_rs workspace of 10 x 3 bf16, 1 rank: %zu, not 144\n", ws);
+  T("gemm_rs workspace too small (past the heap's end)",
+    weft_gemm_rs(comm, dev, 64, dev, 64, dev, hend - 256, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_rs algo ring", weft_gemm_rs(comm, dev, 64, dev, 64, dev, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_RING, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_rs lda 60", weft_gemm_rs(comm, dev, 60, dev, 64, dev, heap, 64, 64, 56, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_ar c off the heap",
+    weft_gemm_ar(comm, dev, 64, dev, 64, off_heap, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("gemm_ar c inside the workspace",
+    weft_gemm_ar(comm, dev, 64, dev, 64, heap + 64, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
   T("comm_size NULL result", weft_comm_size(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   weft_comm_abort(comm);
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);
