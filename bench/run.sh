@@ -33,6 +33,13 @@ if [ "$ngpu" -ge 2 ]; then
   run allgather "$ngpu" allgather
   run reduce_scatter "$ngpu" reduce_scatter
   run allreduce "$ngpu" allreduce
+  # the overlapped ops beside cuBLAS + NCCL, on every GPU and at 2 where there are more
+  for n in $(printf '%s\n' "$ngpu" 2 | sort -un); do
+    [ "$n" -le "$ngpu" ] || continue
+    run ag_gemm-np$n "$n" ag_gemm
+    run gemm_rs-np$n "$n" gemm_rs
+    run gemm_ar-np$n "$n" gemm_ar
+  done
 else
   echo "primitives and the collectives: need 2 GPUs, skipped"
 fi

@@ -125,3 +125,59 @@ void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, co
   for (int i = 0; i < nkv; i++) fprintf(b->json, ", \"%s\": %.6g", keys[i], values[i]);
   fprintf(b->json, "}");
 }
+
+void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int barrier, double *us) {
+  int n = b->opt.iters;
+  double **t = calloc((size_t)nruns, sizeof *t);
+  for (int r = 0; r < nruns; r++) t[r] = calloc((size_t)n, sizeof(double));
+  CUevent e0, e1;
+  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  for (int i = -b->opt.warmup; i < n; i++)
+    for (int r = 0; r < nruns; r++) {
+      if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
+      BENCH_CU(cuEventRecord(e0, b->stream));
+      for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
+      BENCH_CU(cuEventRecord(e1, b->stream));
+      BENCH_CU(cuEventSynchronize(e1));
+      float ms;
+      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
+      if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
+    }
+  for (int r = 0; r < nruns; r++) {
+    us[r] = bench_max_across_ranks(b, bench_median(t[r], n));
+    free(t[r]);
+  }
+  free(t);
+  BENCH_CU(cuEventDestroy(e0));
+  BENCH_CU(cuEventDestroy(e1));
+}
+
+const char *bench_data_src =
+    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
+    "                                 unsigned long long seed) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
+    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
+    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
+    "    unsigned short h;\n"
+    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
+    "    p[i] = h;\n"
+    "  }\n"
+    "}\n"
+    /* acc: [0] sum (x - y)^2, [1] sum y^2, [2] non-finite x; 16-bit outputs (bf16 or fp16) */
+    "__device__ double h2d(unsigned short h, int fp16) {\n"
+    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "extern \"C\" __global__ void diff(const unsigned short *x, const unsigned short *y,\n"
+    "                                 unsigned long long n, int fp16, double *acc) {\n"
+    "  double e = 0, r = 0, bad = 0;\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    double a = h2d(x[i], fp16), b = h2d(y[i], fp16);\n"
+    "    if (!(a == a) || a - a != 0) { bad += 1; continue; }\n"
+    "    e += (a - b) * (a - b); r += b * b;\n"
+    "  }\n"
+    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r); atomicAdd(&acc[2], bad);\n"
+    "}\n";

@@ -66,9 +66,24 @@ double bench_median(double *v, int n);
 /* The largest value across ranks (the slowest rank sets the step time). */
 double bench_max_across_ranks(bench_t *b, double v);
 
+/* One call of run `which` of a suite, on b->stream. */
+typedef void (*bench_call_fn)(struct bench *b, void *ctx, int which);
+/* Times nruns runs interleaved (sample i of every run before sample i + 1 of any): -w warm-up
+ * then -n samples each, a sample being BENCH_BATCH calls back to back between two events
+ * (nccl-tests' way), after a host barrier of the ranks when `barrier`. us[r]: the median in
+ * microseconds per call, the largest across ranks. */
+#define BENCH_BATCH 10
+void bench_time_runs(struct bench *b, int nruns, bench_call_fn call, void *ctx, int barrier,
+                     double *us);
+
 /* One JSON row: {"suite":..., "name":..., key/value pairs...}; values are doubles. */
 void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
                     const double *values);
+
+/* Kernels for the benchmarks' data (compile with weft_module_load): fill(p, n, fp16, seed) draws
+ * n uniform values in [-1, 1) rounded to bf16 or fp16; diff(x, y, n, fp16, acc) adds
+ * sum (x - y)^2, sum y^2 and the count of non-finite x to acc[0..2] (16-bit x and y). */
+extern const char *bench_data_src;
 
 /* ---- collectives beside NCCL (bench_collectives.c) ---------------------------------------- */
 
@@ -83,19 +98,14 @@ void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, co
 
 /* NCCL over the same ranks (its NVLink multicast off, DESIGN.md Safety). */
 ncclComm_t bench_nccl_init(bench_t *b);
-/* -a: auto, ce, sm, ll, two_shot, ring. */
+/* -a: auto, ce, sm, ll, two_shot, ring, seq (overlapped ops: sequential). */
 weft_algo_t bench_parse_algo(const char *name);
 /* -d: the weft and NCCL types of a dtype name (uint8, int32, fp16, bf16, fp32, fp64). */
 void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt);
 /* n pseudo-random bytes from seed (every byte varies, none is always zero). */
 void bench_fill(void *h, size_t n, unsigned seed);
 
-/* One call of each side: which = 0 weft, 1 NCCL, both on b->stream. */
-typedef void (*bench_call_fn)(bench_t *b, void *ctx, int which);
-/* Times weft and NCCL interleaved: -w warm-up then -n samples of each, a sample being
- * BENCH_BATCH calls back to back between two events (nccl-tests' way) after a host barrier.
- * Returns the medians in microseconds per call, the largest across ranks. */
-#define BENCH_BATCH 10
+/* bench_time_runs of weft (which = 0) and NCCL (which = 1) with barriers. */
 void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl);
 /* The table of a collective suite: header, then one row per size (times from bench_time_pair,
  * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows

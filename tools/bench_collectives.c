@@ -32,7 +32,7 @@ weft_algo_t bench_parse_algo(const char *a) {
     weft_algo_t algo;
   } algos[] = {{"auto", WEFT_ALGO_AUTO}, {"ce", WEFT_ALGO_COPY_ENGINE}, {"sm", WEFT_ALGO_SM},
                {"ll", WEFT_ALGO_LL}, {"two_shot", WEFT_ALGO_TWO_SHOT},
-               {"ring", WEFT_ALGO_RING}};
+               {"ring", WEFT_ALGO_RING}, {"seq", WEFT_ALGO_SEQUENTIAL}};
   if (!a) return WEFT_ALGO_AUTO;
   for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
     if (!strcmp(a, algos[i].name)) return algos[i].algo;
@@ -67,27 +67,9 @@ void bench_fill(void *h, size_t n, unsigned seed) {
 }
 
 void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl) {
-  int n = b->opt.iters;
-  double *t[2] = {calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double))};
-  CUevent e0, e1;
-  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
-  for (int i = -b->opt.warmup; i < n; i++)
-    for (int which = 0; which < 2; which++) {
-      BENCH_CHECK(weft_comm_barrier(b->comm));
-      BENCH_CU(cuEventRecord(e0, b->stream));
-      for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, which);
-      BENCH_CU(cuEventRecord(e1, b->stream));
-      BENCH_CU(cuEventSynchronize(e1));
-      float ms;
-      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
-      if (i >= 0) t[which][i] = ms * 1e3 / BENCH_BATCH;
-    }
-  *us_weft = bench_max_across_ranks(b, bench_median(t[0], n));
-  *us_nccl = bench_max_across_ranks(b, bench_median(t[1], n));
-  BENCH_CU(cuEventDestroy(e0));
-  BENCH_CU(cuEventDestroy(e1));
-  free(t[0]), free(t[1]);
+  double us[2];
+  bench_time_runs(b, 2, call, ctx, 1, us);
+  *us_weft = us[0], *us_nccl = us[1];
 }
 
 void bench_coll_header(bench_t *b, const char *suite) {

@@ -21,35 +21,6 @@
 #define MAX_SHAPES 128
 #define MAX_RUNS 10
 
-static const char *fill_src =
-    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
-    "                                 unsigned long long seed) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
-    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
-    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
-    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
-    "    unsigned short h;\n"
-    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
-    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
-    "    p[i] = h;\n"
-    "  }\n"
-    "}\n"
-    /* acc: [0] sum (x - y)^2, [1] sum y^2, [2] non-finite x; 16-bit outputs (bf16 or fp16) */
-    "__device__ double h2d(unsigned short h, int fp16) {\n"
-    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
-    "}\n"
-    "extern \"C\" __global__ void diff(const unsigned short *x, const unsigned short *y,\n"
-    "                                 unsigned long long n, int fp16, double *acc) {\n"
-    "  double e = 0, r = 0, bad = 0;\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
-    "    double a = h2d(x[i], fp16), b = h2d(y[i], fp16);\n"
-    "    if (!(a == a) || a - a != 0) { bad += 1; continue; }\n"
-    "    e += (a - b) * (a - b); r += b * b;\n"
-    "  }\n"
-    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r); atomicAdd(&acc[2], bad);\n"
-    "}\n";
-
 typedef struct gemm_ctx {
   bench_t *b;
   cublasHandle_t blas;
@@ -88,31 +59,10 @@ static void run(gemm_ctx_t *x, int which, CUdeviceptr c) {
                                (void *)(uintptr_t)c, x->b->stream));
 }
 
-/* Medians (microseconds per call, slowest rank) of every run, interleaved. */
-static void time_runs(gemm_ctx_t *x, double *us) {
-  bench_t *b = x->b;
-  int n = b->opt.iters;
-  double *t[MAX_RUNS];
-  CUevent e0, e1;
-  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
-  for (int r = 0; r < x->nruns; r++) t[r] = calloc((size_t)n, sizeof(double));
-  for (int i = -b->opt.warmup; i < n; i++)
-    for (int r = 0; r < x->nruns; r++) {
-      BENCH_CU(cuEventRecord(e0, b->stream));
-      for (int c = 0; c < BENCH_BATCH; c++) run(x, r, x->c);
-      BENCH_CU(cuEventRecord(e1, b->stream));
-      BENCH_CU(cuEventSynchronize(e1));
-      float ms;
-      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
-      if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
-    }
-  for (int r = 0; r < x->nruns; r++) {
-    us[r] = bench_max_across_ranks(b, bench_median(t[r], n));
-    free(t[r]);
-  }
-  BENCH_CU(cuEventDestroy(e0));
-  BENCH_CU(cuEventDestroy(e1));
+static void run_call(bench_t *b, void *ctx, int which) {
+  (void)b;
+  gemm_ctx_t *x = ctx;
+  run(x, which, x->c);
 }
 
 static void usage(void) {
@@ -215,7 +165,7 @@ int main_gemm(int argc, char **argv) {
   CUBLAS_CHECK(cublasSetStream(x.blas, (cudaStream_t)b.stream));
   weft_module_t *mod;
   weft_kernel_t *k_fill, *k_diff;
-  BENCH_CHECK(weft_module_load(b.comm, fill_src, "bench_gemm_fill.cu", NULL, 0, &mod));
+  BENCH_CHECK(weft_module_load(b.comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
   BENCH_CHECK(weft_module_get_kernel(mod, "fill", &k_fill));
   BENCH_CHECK(weft_module_get_kernel(mod, "diff", &k_diff));
   weft_dtype_t in = strcmp(dtype, "fp16") ? WEFT_DTYPE_BF16 : WEFT_DTYPE_FP16;
@@ -291,7 +241,7 @@ int main_gemm(int argc, char **argv) {
     b.wrong += wrong;
 
     double us[MAX_RUNS] = {0};
-    time_runs(&x, us);
+    bench_time_runs(&b, x.nruns, run_call, &x, 0, us);
     double flop = 2.0 * M * N * K;
     double ratio = us[0] / us[1];
     if (ratio < worst) worst = ratio;
