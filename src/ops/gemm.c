@@ -18,8 +18,15 @@
 #define GEMM_THREADS 384 /* one producer and two consumer warpgroups */
 #define GEMM_BK 64
 
+/* What makes a specialisation (kernel_key fills it; compared whole, padding zeroed): the
+ * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
+typedef struct gemm_key {
+  weft_gemm_config_t cfg;
+  int in, out, b_kmajor, table, wait, notify, notify_sys, notify_defer;
+} gemm_key_t;
+
 struct weft_gemm_kernel {
-  char key[WEFT_GEMM_MAX_OPTIONS * 48];
+  gemm_key_t key;
   struct weft_module *module;
   struct weft_kernel *kernel;
   int max_clusters; /* co-resident clusters: the persistent grid */
@@ -172,17 +179,31 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
 
 /* ---- specialisations ------------------------------------------------------------------------- */
 
-/* The loaded kernel for these options (compiled and loaded on first use). */
-static weft_status_t gemm_kernel(weft_comm_t *comm, const char *const *opts, int nopts,
-                                 const weft_gemm_config_t *c, struct weft_gemm_kernel **out) {
+static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
+                       const weft_gemm_hooks_t *h, gemm_key_t *k) {
+  memset(k, 0, sizeof *k);
+  k->cfg = *c;
+  k->cfg.k_splits = 0; /* a kernel parameter, not a define */
+  k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
+  if (h) {
+    k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
+    k->notify = h->notify_counters != NULL;
+    k->notify_sys = k->notify && h->notify_sys, k->notify_defer = k->notify && h->notify_defer;
+  }
+}
+
+/* The loaded kernel for (p, c, h): looked up by its key on every call (no strings on this path),
+ * compiled and loaded on first use. */
+static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                 const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
+                                 struct weft_gemm_kernel **out) {
   weft_ops_t *o = &comm->ops;
-  char key[sizeof((struct weft_gemm_kernel *)0)->key];
-  size_t len = 0;
-  for (int i = 0; i < nopts; i++) len += (size_t)snprintf(key + len, sizeof key - len, "%s ", opts[i]);
+  gemm_key_t key;
+  kernel_key(p, c, h, &key);
   pthread_mutex_lock(&o->gemm_lock);
   struct weft_gemm_kernel *g;
   for (g = o->gemm_kernels; g; g = g->next)
-    if (!strcmp(g->key, key)) break;
+    if (!memcmp(&g->key, &key, sizeof key)) break;
   weft_status_t st = WEFT_STATUS_SUCCESS;
   if (!g) {
     g = calloc(1, sizeof *g);
@@ -190,7 +211,10 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const char *const *opts, int
       st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "gemm kernel record");
       goto out;
     }
-    memcpy(g->key, key, sizeof key);
+    g->key = key;
+    char buf[WEFT_GEMM_MAX_OPTIONS][48];
+    const char *opts[WEFT_GEMM_MAX_OPTIONS];
+    int nopts = weft_gemm_options(p, c, h, buf, opts);
     WEFT_CHECK_GOTO(weft_module_load_embedded(comm, "kernels/gemm.cu", opts, nopts, &g->module),
                     st, fail);
     WEFT_CHECK_GOTO(weft_module_get_kernel(g->module, "weft_gemm", &g->kernel), st, fail);
@@ -215,11 +239,12 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const char *const *opts, int
       goto fail;
     }
     if (g->max_clusters < 1) {
-      st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "gemm [%s]: no cluster of %d CTAs fits", key,
-                    c->cluster);
+      st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "gemm BM=%d BN=%d: no cluster of %d CTAs fits",
+                    c->bm, c->bn, c->cluster);
       goto fail;
     }
-    WEFT_TRACE("gemm [%s]: %d co-resident clusters", key, g->max_clusters);
+    WEFT_TRACE("gemm BM=%d BN=%d stages %d cluster %d splitk %d: %d co-resident clusters", c->bm,
+               c->bn, c->stages, c->cluster, c->splitk, g->max_clusters);
     g->next = o->gemm_kernels;
     o->gemm_kernels = g;
   }
@@ -282,11 +307,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
 
-  char buf[WEFT_GEMM_MAX_OPTIONS][48];
-  const char *opts[WEFT_GEMM_MAX_OPTIONS];
-  int nopts = weft_gemm_options(p, cfg, h, buf, opts);
   struct weft_gemm_kernel *g;
-  WEFT_CHECK(gemm_kernel(comm, opts, nopts, cfg, &g));
+  WEFT_CHECK(gemm_kernel(comm, p, cfg, h, &g));
 
   CUtensorMap ta, tb, tc;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK, (uint32_t)cfg->bm));
