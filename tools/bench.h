@@ -55,6 +55,16 @@ typedef struct bench {
     }                                                                                     \
   } while (0)
 
+/* The same for a cuBLAS call (suites that include cublas_v2.h). */
+#define CUBLAS_CHECK(call)                                                                \
+  do {                                                                                    \
+    cublasStatus_t r_ = (call);                                                           \
+    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
 /* Parses the common options from argv (after the suite name); unknown options are an error. */
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max);
 /* Initialises the communicator and stream and prints the header on rank 0. */

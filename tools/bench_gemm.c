@@ -33,15 +33,6 @@ typedef struct gemm_ctx {
   int nruns;
 } gemm_ctx_t;
 
-#define CUBLAS_CHECK(call)                                                                \
-  do {                                                                                    \
-    cublasStatus_t r_ = (call);                                                           \
-    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
-      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
 static void run(gemm_ctx_t *x, int which, CUdeviceptr c) {
   const weft_gemm_problem_t *p = &x->p;
   if (which == 0) {

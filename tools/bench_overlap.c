@@ -29,15 +29,6 @@
 enum { OV_AG, OV_RS, OV_AR };
 enum { RUN_GEMM, RUN_COMM, RUN_BASELINE, RUN_WEFT, RUNS };
 
-#define CUBLAS_CHECK(call)                                                                \
-  do {                                                                                    \
-    cublasStatus_t r_ = (call);                                                           \
-    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
-      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
 typedef struct ov {
   int op, kmajor, fp16;
   weft_dtype_t in;

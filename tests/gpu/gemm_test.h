@@ -7,6 +7,8 @@
 #ifndef WEFT_GEMM_TEST_H
 #define WEFT_GEMM_TEST_H
 
+#include <math.h>
+
 static const char *gemm_test_src =
     "#include <weft/device.cuh>\n"
     "__device__ float ld_in(const unsigned short *p, unsigned long long i, int fp16) {\n"
@@ -71,5 +73,31 @@ static const char *gemm_test_src =
     "  unsigned long long t0 = weft_globaltimer();\n"
     "  while (weft_globaltimer() - t0 < ns) {}\n"
     "}\n";
+
+/* Runs `compare` (k_cmp, from gemm_test_src) of c ([m, ldc], columns n.. poisoned) against ref
+ * ([m, n] float64) on stream s and waits: returns ||c - ref|| / ||ref||; bad[0] counts
+ * non-finite values of c, bad[1] changed padding. Needs gpu_test.h's OK and CU. */
+static inline double gemm_test_compare(weft_comm_t *comm, weft_kernel_t *k_cmp, CUstream s,
+                                       CUdeviceptr c, CUdeviceptr ref, int m, int n, long long ldc,
+                                       weft_dtype_t out, unsigned long long bad[2]) {
+  CUdeviceptr acc, cnt;
+  CU(cuMemAlloc(&acc, 16));
+  CU(cuMemAlloc(&cnt, 16));
+  CU(cuMemsetD8Async(acc, 0, 16, s));
+  CU(cuMemsetD8Async(cnt, 0, 16, s));
+  int o = out == WEFT_DTYPE_FP32 ? 2 : out == WEFT_DTYPE_FP16;
+  void *args[] = {&c, &ref, &m, &n, &ldc, &o, &acc, &cnt};
+  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+  lc.grid[0] = 528;
+  lc.block[0] = 256;
+  OK(weft_kernel_launch(k_cmp, &lc, args, s));
+  OK(weft_stream_synchronize(comm, s));
+  double h[2];
+  CU(cuMemcpyDtoH(h, acc, 16));
+  CU(cuMemcpyDtoH(bad, cnt, 16));
+  CU(cuMemFree(acc));
+  CU(cuMemFree(cnt));
+  return h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+}
 
 #endif

@@ -12,8 +12,8 @@
 // weft-test: ranks=1 timeout=600
 #include <math.h>
 
-#include "gemm_test.h"
 #include "gpu_test.h"
+#include "gemm_test.h"
 #include "ops/gemm.h"
 
 static weft_comm_t *comm;
@@ -71,24 +71,9 @@ static void poison(buffers_t *x) { CU(cuMemsetD8Async(x->c, 0xFF, x->c_bytes, s)
 
 /* Checks C of x against its reference; returns the normalised error. */
 static double check(buffers_t *x, const char *what) {
-  CUdeviceptr acc, bad;
-  CU(cuMemAlloc(&acc, 16));
-  CU(cuMemAlloc(&bad, 16));
-  CU(cuMemsetD8Async(acc, 0, 16, s));
-  CU(cuMemsetD8Async(bad, 0, 16, s));
   const weft_gemm_problem_t *p = &x->p;
-  int m = p->m, n = p->n, out = p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16;
-  long long ldc = p->ldc;
-  void *args[] = {&x->c, &x->ref, &m, &n, &ldc, &out, &acc, &bad};
-  launch(k_cmp, args);
-  OK(weft_stream_synchronize(comm, s));
-  double h[2];
   unsigned long long b[2];
-  CU(cuMemcpyDtoH(h, acc, 16));
-  CU(cuMemcpyDtoH(b, bad, 16));
-  CU(cuMemFree(acc));
-  CU(cuMemFree(bad));
-  double err = h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+  double err = gemm_test_compare(comm, k_cmp, s, x->c, x->ref, p->m, p->n, p->ldc, p->out, b);
   double tol = p->out == WEFT_DTYPE_FP32 ? 1e-4 : 5e-3;
   int ok = b[0] == 0 && b[1] == 0 && err <= tol;
   cases++;

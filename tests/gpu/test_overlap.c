@@ -15,8 +15,8 @@
 // weft-test: ranks=2,4 timeout=900
 #include <math.h>
 
-#include "gemm_test.h"
 #include "gpu_test.h"
+#include "gemm_test.h"
 
 enum { OP_AG, OP_RS, OP_AR };
 static const char *op_names[] = {"ag_gemm", "gemm_rs", "gemm_ar"};
@@ -60,22 +60,8 @@ static void reference(CUdeviceptr ref, CUdeviceptr a, CUdeviceptr b, int m, int 
 /* Every element of c ([m, ldc], columns n.. poisoned) against ref ([m, n]). */
 static void check(CUdeviceptr c, CUdeviceptr ref, int m, int n, long long ldc, weft_dtype_t out,
                   double tol, const char *what) {
-  CUdeviceptr acc, bad;
-  CU(cuMemAlloc(&acc, 16));
-  CU(cuMemAlloc(&bad, 16));
-  CU(cuMemsetD8Async(acc, 0, 16, s));
-  CU(cuMemsetD8Async(bad, 0, 16, s));
-  int o = out == WEFT_DTYPE_FP32 ? 2 : out == WEFT_DTYPE_FP16;
-  void *args[] = {&c, &ref, &m, &n, &ldc, &o, &acc, &bad};
-  launch(k_cmp, args);
-  OK(weft_stream_synchronize(comm, s));
-  double h[2];
   unsigned long long b[2];
-  CU(cuMemcpyDtoH(h, acc, 16));
-  CU(cuMemcpyDtoH(b, bad, 16));
-  CU(cuMemFree(acc));
-  CU(cuMemFree(bad));
-  double err = h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+  double err = gemm_test_compare(comm, k_cmp, s, c, ref, m, n, ldc, out, b);
   int ok = b[0] == 0 && b[1] == 0 && err <= tol;
   cases++;
   if (!ok) failures++;
