@@ -210,6 +210,47 @@ int main(void) {
   T("gemm_ar c inside the workspace",
     weft_gemm_ar(comm, dev, 64, dev, 64, heap + 64, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
+  /* alltoall(v): refused before any GPU work (world of one: counts index rank 0) */
+  const weft_dtype_t U8 = WEFT_DTYPE_UINT8;
+  T("alltoall dtype 9", weft_alltoall(comm, dev, heap, 8, (weft_dtype_t)9, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall by LL", weft_alltoall(comm, dev, heap, 8, U8, WEFT_ALGO_LL, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall recvbuf off the heap", weft_alltoall(comm, dev, off_heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall past the heap's end", weft_alltoall(comm, dev, hend - 16, 32, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall sendbuf NULL", weft_alltoall(comm, NULL, heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall in place", weft_alltoall(comm, heap, heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall sendbuf overlapping recvbuf", weft_alltoall(comm, heap + 7, heap, 8, U8, WEFT_ALGO_SM, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall count overflows", weft_alltoall(comm, dev, heap, SIZE_MAX / 4, WEFT_DTYPE_FP64, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall of 0 elements", weft_alltoall(comm, NULL, NULL, 0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_SUCCESS);
+  size_t c8[1] = {8}, c9[1] = {9}, d0[1] = {0}, dbig[1] = {SIZE_MAX - 4};
+  T("alltoallv NULL counts", weft_alltoallv(comm, dev, NULL, d0, heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv NULL rdispls", weft_alltoallv(comm, dev, c8, d0, heap, c8, NULL, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv own send and receive counts differ",
+    weft_alltoallv(comm, dev, c8, d0, heap, c9, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv sdispls overflows",
+    weft_alltoallv(comm, dev, c8, dbig, heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv rdispls overflows",
+    weft_alltoallv(comm, dev, c8, d0, heap, c8, dbig, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  size_t dfar[1] = {1u << 20};
+  T("alltoallv rdispls past the heap's end",
+    weft_alltoallv(comm, dev, c8, d0, heap, c8, dfar, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv recvbuf off the heap",
+    weft_alltoallv(comm, dev, c8, d0, off_heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv recvbuf NULL with elements to receive",
+    weft_alltoallv(comm, dev, c8, d0, NULL, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv send region overlapping the receive region",
+    weft_alltoallv(comm, heap + 4, c8, d0, heap, c8, d0, WEFT_DTYPE_FP32, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoallv algo two-shot",
+    weft_alltoallv(comm, dev, c8, d0, heap, c8, d0, U8, WEFT_ALGO_TWO_SHOT, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   T("comm_size NULL result", weft_comm_size(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   weft_comm_abort(comm);
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);
