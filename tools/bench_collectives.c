@@ -72,6 +72,14 @@ void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft,
   *us_weft = us[0], *us_nccl = us[1];
 }
 
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx) {
+  BENCH_CU(cuStreamSynchronize(NULL));
+  BENCH_CHECK(weft_comm_barrier(b->comm));
+  call(b, ctx, 0);
+  call(b, ctx, 1);
+  BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
+}
+
 void bench_coll_header(bench_t *b, const char *suite) {
   if (b->rank == 0)
     printf("#\n# %s, algorithm %s; size in bytes as nccl-tests prints it; times in us\n"
@@ -142,11 +150,7 @@ int main_allgather(int argc, char **argv) {
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
     if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
     BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
-    BENCH_CU(cuStreamSynchronize(NULL));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
-    ag_call(&b, &x, 0);
-    ag_call(&b, &x, 1);
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    bench_call_pair_once(&b, ag_call, &x);
     BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
     for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
     BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
@@ -276,11 +280,7 @@ static int red_main(int argc, char **argv, int allreduce) {
     BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
     BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
     BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
-    BENCH_CU(cuStreamSynchronize(NULL));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
-    red_call(&b, &x, 0);
-    red_call(&b, &x, 1);
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    bench_call_pair_once(&b, red_call, &x);
     for (int which = 0; which < 2; which++) {
       BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
       for (size_t i = 0; i < out; i++) {
@@ -420,11 +420,7 @@ static int a2a_main(int argc, char **argv, int v) {
     BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
     BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
     BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
-    BENCH_CU(cuStreamSynchronize(NULL));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
-    a2a_call(&b, &x, 0);
-    a2a_call(&b, &x, 1);
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    bench_call_pair_once(&b, a2a_call, &x);
     BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
     BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
     for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */

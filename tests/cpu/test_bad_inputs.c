@@ -228,29 +228,32 @@ int main(void) {
   T("alltoall count overflows", weft_alltoall(comm, dev, heap, SIZE_MAX / 4, WEFT_DTYPE_FP64, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
   T("alltoall of 0 elements", weft_alltoall(comm, NULL, NULL, 0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_SUCCESS);
-  size_t c8[1] = {8}, c9[1] = {9}, d0[1] = {0}, dbig[1] = {SIZE_MAX - 4};
-  T("alltoallv NULL counts", weft_alltoallv(comm, dev, NULL, d0, heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL),
-    WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv NULL rdispls", weft_alltoallv(comm, dev, c8, d0, heap, c8, NULL, U8, WEFT_ALGO_AUTO, NULL),
-    WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv own send and receive counts differ",
-    weft_alltoallv(comm, dev, c8, d0, heap, c9, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv sdispls overflows",
-    weft_alltoallv(comm, dev, c8, dbig, heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv rdispls overflows",
-    weft_alltoallv(comm, dev, c8, d0, heap, c8, dbig, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  size_t dfar[1] = {1u << 20};
-  T("alltoallv rdispls past the heap's end",
-    weft_alltoallv(comm, dev, c8, d0, heap, c8, dfar, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv recvbuf off the heap",
-    weft_alltoallv(comm, dev, c8, d0, off_heap, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv recvbuf NULL with elements to receive",
-    weft_alltoallv(comm, dev, c8, d0, NULL, c8, d0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv send region overlapping the receive region",
-    weft_alltoallv(comm, heap + 4, c8, d0, heap, c8, d0, WEFT_DTYPE_FP32, WEFT_ALGO_AUTO, NULL),
-    WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoallv algo two-shot",
-    weft_alltoallv(comm, dev, c8, d0, heap, c8, d0, U8, WEFT_ALGO_TWO_SHOT, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  size_t c8[1] = {8}, c9[1] = {9}, d0[1] = {0}, dbig[1] = {SIZE_MAX - 4}, dfar[1] = {1u << 20};
+  const struct {
+    const char *what;
+    void *send;
+    const size_t *sc, *sd;
+    void *recv;
+    const size_t *rc, *rd;
+    weft_dtype_t dt;
+    weft_algo_t algo;
+  } a2av[] = {
+      {"alltoallv NULL sendcounts", dev, NULL, d0, heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv NULL rdispls", dev, c8, d0, heap, c8, NULL, U8, WEFT_ALGO_AUTO},
+      {"alltoallv own send and receive counts differ", dev, c8, d0, heap, c9, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv sdispls overflows", dev, c8, dbig, heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv rdispls overflows", dev, c8, d0, heap, c8, dbig, U8, WEFT_ALGO_AUTO},
+      {"alltoallv rdispls past the heap's end", dev, c8, d0, heap, c8, dfar, U8, WEFT_ALGO_AUTO},
+      {"alltoallv recvbuf off the heap", dev, c8, d0, off_heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv recvbuf NULL with elements to receive", dev, c8, d0, NULL, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv send region overlapping the receive region", heap + 4, c8, d0, heap, c8, d0,
+       WEFT_DTYPE_FP32, WEFT_ALGO_AUTO},
+      {"alltoallv algo two-shot", dev, c8, d0, heap, c8, d0, U8, WEFT_ALGO_TWO_SHOT},
+  };
+  for (size_t i = 0; i < sizeof a2av / sizeof a2av[0]; i++)
+    T(a2av[i].what, weft_alltoallv(comm, a2av[i].send, a2av[i].sc, a2av[i].sd, a2av[i].recv, a2av[i].rc,
+                                   a2av[i].rd, a2av[i].dt, a2av[i].algo, NULL),
+      WEFT_STATUS_INVALID_ARGUMENT);
   T("comm_size NULL result", weft_comm_size(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   weft_comm_abort(comm);
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);
