@@ -293,6 +293,9 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);
 
+/* The largest chunk (bytes, from one rank to one rank) WEFT_ALGO_LL takes in weft_alltoall(v). */
+#define WEFT_ALLTOALL_LL_MAX_BYTES (64u << 10)
+
 /* AllToAll: rank r's sendbuf[p * count + i] lands in rank p's recvbuf[r * count + i], for every
  * pair of ranks (r's own chunk included), i < count. recvbuf ([world * count] elements) must come
  * from weft_malloc (symmetric): the senders store into it; ranks may pass different addresses in
@@ -301,9 +304,13 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
  * Any dtype, any count, any alignment of both buffers (data moves bit for bit). Every rank must
  * pass the same count and algo; a count of 0 returns at once. Counts that differ between ranks
  * are caught as weft_alltoallv's are (below).
- * Algorithms: WEFT_ALGO_SM (and AUTO): one kernel in which each rank, once a receiver has said
- * that it entered the call, stores its chunk into the receiver's recvbuf over NVLink and counts
- * it in the receiver's signal; the call ends on a rank when every chunk for it has landed. */
+ * Algorithms: WEFT_ALGO_SM: one kernel in which each rank, once a receiver has said that it
+ * entered the call, stores its chunk into the receiver's recvbuf over NVLink and counts it in the
+ * receiver's signal; the call ends on a rank when every chunk for it has landed. WEFT_ALGO_LL,
+ * chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES: each chunk travels in LL lines (data and flag
+ * in one store) into an internal symmetric buffer of its receiver, which unpacks it; no
+ * handshake. AUTO: LL up to WEFT_ALLTOALL_LL_MAX_BYTES per chunk, SM above (provisional, to be
+ * measured). */
 WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                      weft_stream_t stream);
@@ -322,7 +329,11 @@ WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, voi
  * smaller count moves (nothing is written outside p's region nor read outside r's), both ranks
  * record the disagreement, every rank completes the call, and the next weft_stream_synchronize
  * (or weft_comm_get_async_error) on r and on p returns WEFT_STATUS_MISMATCH with the counts,
- * once; the communicator stays usable. Algorithms as for weft_alltoall. */
+ * once; the communicator stays usable. Under WEFT_ALGO_LL only the receiving rank of such a
+ * pair sees both counts, and only it reports.
+ * Algorithms as for weft_alltoall, except AUTO, which is always SM here (it may not look at this
+ * rank's counts: the other ranks' differ, and all must choose alike); WEFT_ALGO_LL must be asked
+ * for by every rank, and every count, sent and received, must fit WEFT_ALLTOALL_LL_MAX_BYTES. */
 WEFT_API weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf,
                                       const size_t *sendcounts, const size_t *sdispls,
                                       void *recvbuf, const size_t *recvcounts,

@@ -1,17 +1,22 @@
 /*
- * kernels/alltoall.cu — AllToAll and AllToAllv over the ranks of a node: SM push with signals
- * (src/ops/alltoall.c launches; weft/alltoall.h holds the plan, the slicing and the inbox
- * layout). One kernel serves both calls: weft_alltoall is the AllToAllv whose chunks are all
- * `count` elements long, at multiples of count.
+ * kernels/alltoall.cu — AllToAll and AllToAllv over the ranks of a node (src/ops/alltoall.c
+ * launches; weft/alltoall.h holds the plan, the slicing and the inbox layout): weft_a2a_sm, SM
+ * push with signals, and weft_a2a_ll, LL push for small chunks. Both serve both calls:
+ * weft_alltoall is the AllToAllv whose chunks are all `count` elements long, at multiples of
+ * count.
  *
- * Buffers: recv lies in the symmetric heap (the senders store into it); send is any device
+ * Buffers: recv lies in the symmetric heap (the SM senders store into it); send is any device
  * memory (only its own GPU reads it). A pushing sender needs to know where its chunk lands on
  * the receiver, which only the receiver's arguments say (its recvbuf and rdispls): every
  * receiver writes that, as a heap offset, into the sender's inbox at the start of the call. So
  * ranks may pass different recvbuf addresses, and the senders read nothing remote.
  *
- * A call, with epoch e (WEFT_EPOCH_ALLTOALL: one more than the last call's, from this rank's
- * sync area; nothing is reset between calls, so calls may be captured in a CUDA graph):
+ * Every call of either kernel runs under this rank's epoch e (WEFT_EPOCH_ALLTOALL: one more than
+ * the last call's, from this rank's sync area; nothing is reset between calls, so calls may be
+ * captured in a CUDA graph), and adds WEFT_A2A_UNITS per pair to the receivers' done counts, so
+ * that the counts stay at e * WEFT_A2A_UNITS whatever the mix of SM and LL calls.
+ *
+ * weft_a2a_sm, a call:
  *   1. Block 0 announces, one thread per peer p: into p's inbox entry of this rank, the heap
  *      offset where p's chunk lands here, the bytes this rank expects from p and the bytes it
  *      sends to p; then this rank's ready flag on p := e (st.release: the entry before the flag).
@@ -27,7 +32,8 @@
  *
  * Why one inbox and no parity: rank r rewrites its entry on p in call e + 1 only after finishing
  * call e, which needed p's whole chunk for r counted, and every block of that chunk read the
- * entry before its release add. The done counts never run ahead either: a sender's call e + 1
+ * entry before its release add (an LL call e needed p's header line of call e, written after
+ * p's SM blocks of call e - 1 had finished). The done counts never run ahead either: a sender's call e + 1
  * starts storing only after the receiver raised its ready flag to e + 1, i.e. finished call e.
  * No block waits for another block of its own rank, and before the copies blocks wait only for
  * the flags that block 0 of each peer raises first thing: the kernel cannot deadlock however
@@ -39,6 +45,18 @@
  * of the pair (each checks both directions with the peer's entry) in the device error record,
  * without trapping (WEFT_DEVICE_ERROR_MISMATCH); the call completes on every rank and the host
  * returns WEFT_STATUS_MISMATCH once.
+ *
+ * weft_a2a_ll: no handshake, no inbox. Every rank has an LL area, [2 parities][world][slot]
+ * symmetric; slot q of parity e & 1 receives rank q's chunk of call e as a header line (the
+ * chunk's bytes) and its payload lines (weft/ll.cuh: 8 payload bytes and the flag e twice in
+ * each 16-byte line). The block of (pair k, slice s) pushes slice s of this rank's chunk for p
+ * (slice 0 also the header) into slot `me` of p's area, then reads p's header in its own area,
+ * takes min(p's bytes, the bytes this rank expects) (slice 0 reports a difference: only the
+ * receiving side knows both counts here), and unpacks slice s of that into recv. A sender
+ * reaches call e + 2 (the same parity) only after finishing call e + 1, which needed every rank
+ * to have started call e + 1 (its header line, or its ready flag in an SM call), i.e. to have
+ * finished reading call e's lines. Blocks wait for their peers' lines after pushing their own,
+ * as weft_ag_ll's do: the host keeps the grid within the SMs, so that all of it is resident.
  */
 #include <weft/device.cuh>
 #include <weft/alltoall.h>
@@ -143,5 +161,57 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
         weft_op_wait(WEFT_FLAGS_A2A_DONE, q, e * WEFT_A2A_UNITS, v ? "alltoallv(done)" : "alltoall(done)");
       *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + A2A_SLOT) = e;
     }
+  }
+}
+
+/* ll: this rank's LL area (symmetric, [2][world][ll_slot]); other arguments as weft_a2a_sm's. */
+extern "C" __global__ void weft_a2a_ll(const char *send, char *recv, unsigned char *ll,
+                                       unsigned long long ll_slot,
+                                       const __grid_constant__ weft_a2a_plan_t plan,
+                                       unsigned long long elem, int v) {
+  __shared__ weft_u64_t s_n;
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  unsigned t = threadIdx.x;
+  weft_u64_t e = weft_epoch_begin(A2A_SLOT);
+  unsigned flag = (unsigned)e;
+  unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot;
+  int k, s, slices;
+  weft_a2a_block(&plan, world, blockIdx.x, &k, &s, &slices);
+  int p = weft_a2a_peer(k, me, world);
+  weft_u64 lo, hi;
+  if (p == me) { /* the own chunk: a local copy */
+    weft_a2a_slice(plan.send_bytes[me], s, slices, &lo, &hi);
+    a2a_copy(recv + plan.recv_off[me] + lo, send + plan.send_off[me] + lo, hi - lo, t, blockDim.x);
+  } else {
+    const char *src = send + plan.send_off[p];
+    weft_u64_t n = plan.send_bytes[p];
+    unsigned char *dst = (unsigned char *)weft_remote_ptr(area + me * ll_slot, first + p);
+    weft_a2a_slice(n, s, slices, &lo, &hi);
+    if (s == 0 && t == 0) weft_ll_store16(dst, (unsigned)n, (unsigned)(n >> 32), flag);
+    int aligned = ((weft_u64_t)src & 7) == 0;
+    for (weft_u64_t l = lo / 8 + t; l < (hi + 7) / 8; l += blockDim.x) {
+      weft_u64_t w = weft_ll_line_payload_(src, n, l, aligned);
+      weft_ll_store16(dst + 16 + l * 16, (unsigned)w, (unsigned)(w >> 32), flag);
+    }
+    const unsigned char *in = area + p * ll_slot;
+    if (t == 0) {
+      weft_u64_t sends = weft_ll_load16(in, flag), expects = plan.recv_bytes[p];
+      if (s == 0 && sends != expects)
+        a2a_mismatch(v ? "alltoallv: recvcount vs peer's sendcount" : "alltoall: count vs peer's",
+                     p, expects, sends, elem);
+      s_n = sends < expects ? sends : expects;
+    }
+    __syncthreads();
+    char *out = recv + plan.recv_off[p];
+    weft_a2a_slice(s_n, s, slices, &lo, &hi);
+    aligned = ((weft_u64_t)out & 7) == 0;
+    for (weft_u64_t l = lo / 8 + t; l < (hi + 7) / 8; l += blockDim.x)
+      weft_ll_line_unpack_(out, s_n, l, weft_ll_load16(in + 16 + l * 16, flag), aligned);
+  }
+  __syncthreads();
+  if (t == 0) {
+    weft_u64_t *done = weft_op_flags(WEFT_FLAGS_A2A_DONE) + me;
+    weft_red_release((weft_u64_t *)weft_remote_ptr(done, first + p), weft_a2a_units(s, slices));
+    weft_epoch_finish(A2A_SLOT, e);
   }
 }

@@ -10,8 +10,9 @@
  * Pairs and blocks: this rank's chunks go out in the order k = 0, 1, ..., world - 1 to local peer
  * weft_a2a_peer(k) = (me + 1 + k) % world (its own chunk, a local copy, last; every rank starts
  * with a different receiver). Pair k is copied by blocks [first_block[k], first_block[k + 1]):
- * its slices, one to WEFT_A2A_MAX_SLICES of them, about WEFT_A2A_SLICE_BYTES each and at most
- * `budget` blocks in all (weft_a2a_plan_blocks). Slice s covers bytes [lo, hi) of the chunk
+ * its slices, one to WEFT_A2A_MAX_SLICES of them, about slice_bytes each (WEFT_A2A_SLICE_BYTES
+ * for stores, WEFT_A2A_LL_SLICE_BYTES for LL lines) and at most `budget` blocks in all
+ * (weft_a2a_plan_blocks). Slice s covers bytes [lo, hi) of the chunk
  * (weft_a2a_slice): starts are multiples of WEFT_A2A_SLICE_ALIGN, so every slice keeps the
  * chunk's alignment; slices past the end are empty but still counted.
  *
@@ -33,8 +34,10 @@
 
 #define WEFT_A2A_UNITS 1024u                /* added to a done count per pair and call */
 #define WEFT_A2A_MAX_SLICES 32              /* blocks per pair (<= WEFT_A2A_UNITS) */
-#define WEFT_A2A_SLICE_BYTES (256ull << 10) /* bytes per block aimed at */
-#define WEFT_A2A_SLICE_ALIGN 4096ull        /* slice starts, from the chunk's start */
+#define WEFT_A2A_SLICE_BYTES (256ull << 10) /* bytes per block aimed at (stores) */
+#define WEFT_A2A_LL_SLICE_BYTES (8ull << 10) /* LL: payload bytes per block (2 lines a thread) */
+#define WEFT_A2A_SLICE_ALIGN 4096ull        /* slice starts, from the chunk's start (whole LL
+                                               lines: multiples of 8) */
 
 /* Inbox of a rank (symmetric, [WEFT_MAX_LOCAL_RANKS][WEFT_A2A_INBOX_WORDS] 64-bit words): entry r
  * is written by local rank r before it raises its ready flag here, and says where r wants this
@@ -89,14 +92,15 @@ WEFT_A2A_HD void weft_a2a_block(const weft_a2a_plan_t *plan, int world, unsigned
 }
 
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-/* Host: cuts each pair into slices from send_bytes (about WEFT_A2A_SLICE_BYTES each, 1 to
- * WEFT_A2A_MAX_SLICES), halving the largest cuts until the grid fits in budget blocks (never
- * fewer than one block per pair), and fills first_block. Returns the grid size. */
-WEFT_A2A_HD unsigned weft_a2a_plan_blocks(weft_a2a_plan_t *plan, int me, int world, int budget) {
+/* Host: cuts each pair into slices from send_bytes (about slice_bytes each, 1 to
+ * WEFT_A2A_MAX_SLICES), halving the cuts until the grid fits in budget blocks (never fewer than
+ * one block per pair), and fills first_block. Returns the grid size. */
+WEFT_A2A_HD unsigned weft_a2a_plan_blocks(weft_a2a_plan_t *plan, int me, int world, int budget,
+                                          weft_u64 slice_bytes) {
   int want[WEFT_MAX_LOCAL_RANKS], total = 0;
   for (int k = 0; k < world; k++) {
     weft_u64 n = plan->send_bytes[weft_a2a_peer(k, me, world)];
-    weft_u64 w = (n + WEFT_A2A_SLICE_BYTES - 1) / WEFT_A2A_SLICE_BYTES;
+    weft_u64 w = (n + slice_bytes - 1) / slice_bytes;
     want[k] = w < 1 ? 1 : w > WEFT_A2A_MAX_SLICES ? WEFT_A2A_MAX_SLICES : (int)w;
     total += want[k];
   }

@@ -48,8 +48,10 @@ typedef struct weft_ops {
   int gemm_rs_counters;
   /* alltoall and alltoallv (kernels/alltoall.cu) */
   struct weft_module *a2a;
-  struct weft_kernel *a2a_sm;
-  uint64_t *a2a_inbox; /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
+  struct weft_kernel *a2a_sm, *a2a_ll;
+  uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
+  unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
+  size_t a2a_ll_slot;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];

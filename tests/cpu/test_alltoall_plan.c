@@ -68,21 +68,21 @@ static void check_slices(weft_u64 n, int slices) {
   EXPECT(units == WEFT_A2A_UNITS, "slices %d add %llu units", slices, (unsigned long long)units);
 }
 
-static void check_plan(int world, int me, int budget) {
+static void check_plan(int world, int me, int budget, weft_u64 slice_bytes) {
   weft_a2a_plan_t plan;
   memset(&plan, 0xA5, sizeof plan);
   for (int p = 0; p < world; p++) plan.send_bytes[p] = draw_bytes();
-  unsigned grid = weft_a2a_plan_blocks(&plan, me, world, budget);
+  unsigned grid = weft_a2a_plan_blocks(&plan, me, world, budget, slice_bytes);
   int bound = budget > world ? budget : world;
   EXPECT(grid >= (unsigned)world && grid <= (unsigned)bound, "world %d budget %d: grid %u", world,
          budget, grid);
   EXPECT(grid == plan.first_block[world], "grid %u, first_block[world] %u", grid,
          plan.first_block[world]);
   int seen_peer[WEFT_MAX_LOCAL_RANKS] = {0};
-  weft_u64 want[WEFT_MAX_LOCAL_RANKS], wanted = 0; /* slices by size alone, WEFT_A2A_SLICE_BYTES each */
+  weft_u64 want[WEFT_MAX_LOCAL_RANKS], wanted = 0; /* slices by size alone */
   for (int k = 0; k < world; k++) {
     weft_u64 b = plan.send_bytes[weft_a2a_peer(k, me, world)];
-    want[k] = b / WEFT_A2A_SLICE_BYTES + (b % WEFT_A2A_SLICE_BYTES != 0);
+    want[k] = b / slice_bytes + (b % slice_bytes != 0);
     want[k] = want[k] < 1 ? 1 : want[k] > WEFT_A2A_MAX_SLICES ? WEFT_A2A_MAX_SLICES : want[k];
     wanted += want[k];
   }
@@ -115,6 +115,7 @@ int main(void) {
   /* kernel parameters: the plan beside send, recv, inbox, elem and v, within 4 KiB */
   EXPECT(sizeof(weft_a2a_plan_t) + 5 * 8 <= 4096, "the plan has %zu bytes", sizeof(weft_a2a_plan_t));
   EXPECT(WEFT_A2A_MAX_SLICES <= WEFT_A2A_UNITS, "more slices than units");
+  EXPECT(WEFT_A2A_SLICE_ALIGN % 8 == 0, "LL slices must start on whole lines");
   EXPECT((unsigned long long)WEFT_MAX_LOCAL_RANKS * WEFT_A2A_MAX_SLICES <= 65535,
          "first_block (16 bits) cannot hold the largest grid");
   for (int slices = 1; slices <= WEFT_A2A_MAX_SLICES; slices++) {
@@ -126,7 +127,7 @@ int main(void) {
     for (int i = 0; i < 40; i++) {
       int me = (int)(next() % (unsigned)world);
       int budgets[] = {1, world, 132, 264, 2048, (int)(1 + next() % 400)};
-      check_plan(world, me, budgets[i % 6]);
+      check_plan(world, me, budgets[i % 6], i % 2 ? WEFT_A2A_SLICE_BYTES : WEFT_A2A_LL_SLICE_BYTES);
     }
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;

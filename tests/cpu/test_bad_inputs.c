@@ -214,7 +214,10 @@ int main(void) {
   const weft_dtype_t U8 = WEFT_DTYPE_UINT8;
   T("alltoall dtype 9", weft_alltoall(comm, dev, heap, 8, (weft_dtype_t)9, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoall by LL", weft_alltoall(comm, dev, heap, 8, U8, WEFT_ALGO_LL, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall algo ring", weft_alltoall(comm, dev, heap, 8, U8, WEFT_ALGO_RING, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall by LL above its limit",
+    weft_alltoall(comm, off_heap, heap, WEFT_ALLTOALL_LL_MAX_BYTES + 1, U8, WEFT_ALGO_LL, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
   T("alltoall recvbuf off the heap", weft_alltoall(comm, dev, off_heap, 8, U8, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
   T("alltoall past the heap's end", weft_alltoall(comm, dev, hend - 16, 32, U8, WEFT_ALGO_AUTO, NULL),
@@ -229,6 +232,7 @@ int main(void) {
     WEFT_STATUS_INVALID_ARGUMENT);
   T("alltoall of 0 elements", weft_alltoall(comm, NULL, NULL, 0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_SUCCESS);
   size_t c8[1] = {8}, c9[1] = {9}, d0[1] = {0}, dbig[1] = {SIZE_MAX - 4}, dfar[1] = {1u << 20};
+  size_t cll[1] = {WEFT_ALLTOALL_LL_MAX_BYTES + 1};
   const struct {
     const char *what;
     void *send;
@@ -249,6 +253,7 @@ int main(void) {
       {"alltoallv send region overlapping the receive region", heap + 4, c8, d0, heap, c8, d0,
        WEFT_DTYPE_FP32, WEFT_ALGO_AUTO},
       {"alltoallv algo two-shot", dev, c8, d0, heap, c8, d0, U8, WEFT_ALGO_TWO_SHOT},
+      {"alltoallv by LL above its limit", off_heap, cll, d0, heap, cll, d0, U8, WEFT_ALGO_LL},
   };
   for (size_t i = 0; i < sizeof a2av / sizeof a2av[0]; i++)
     T(a2av[i].what, weft_alltoallv(comm, a2av[i].send, a2av[i].sc, a2av[i].sd, a2av[i].recv, a2av[i].rc,

@@ -1,6 +1,7 @@
 /*
  * test_alltoall.c — weft_alltoall and weft_alltoallv bit for bit, every byte checked on the host
  * against data the host computes:
+ *   - SM, LL and AUTO in turn (LL where the chunks fit it);
  *   - AllToAll from 4 B to 64 MB per rank, exact and odd counts, every element size, unaligned
  *     buffers, a different recvbuf address on every rank;
  *   - AllToAllv with random per-pair counts from one matrix that every rank draws alike (zeros
@@ -33,6 +34,8 @@ static const char *src =
     "  unsigned long long t0 = weft_globaltimer();\n"
     "  while (weft_globaltimer() - t0 < ns) {}\n"
     "}\n";
+
+static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_LL, WEFT_ALGO_AUTO};
 
 /* every element size: 1, 2, 4, 8 bytes */
 static const weft_dtype_t dts[] = {WEFT_DTYPE_UINT8, WEFT_DTYPE_FP16, WEFT_DTYPE_INT32,
@@ -116,12 +119,19 @@ static size_t layout(const size_t *count, size_t *displ, unsigned long long *y) 
   return off;
 }
 
+/* The algorithms in turn by call id; LL only where every chunk fits it (largest: the largest
+ * chunk in bytes, the same on every rank). */
+static weft_algo_t pick_algo(unsigned id, size_t largest) {
+  weft_algo_t a = algos[id % 3];
+  return a == WEFT_ALGO_LL && largest > WEFT_ALLTOALL_LL_MAX_BYTES ? WEFT_ALGO_SM : a;
+}
+
 /* y: this rank's generator (offsets differ between ranks; unaligned when odd). */
 static void make_alltoall(call_t *c, size_t count, weft_dtype_t dt, unsigned id, int odd,
                           unsigned long long *y) {
   memset(c, 0, sizeof *c);
   c->dt = dt, c->count = count, c->id = id;
-  c->algo = id % 2 ? WEFT_ALGO_SM : WEFT_ALGO_AUTO;
+  c->algo = pick_algo(id, count * weft_dtype_size(dt));
   for (int p = 0; p < world; p++) {
     c->scount[p] = c->rcount[p] = c->arrive[p] = count;
     c->sdispl[p] = c->rdispl[p] = (size_t)p * count;
@@ -136,7 +146,9 @@ static void make_alltoallv(call_t *c, const size_t *m, weft_dtype_t dt, unsigned
                            unsigned long long *y) {
   memset(c, 0, sizeof *c);
   c->v = 1, c->dt = dt, c->id = id;
-  c->algo = id % 2 ? WEFT_ALGO_SM : WEFT_ALGO_AUTO;
+  size_t largest = 0;
+  for (int i = 0; i < world * world; i++) largest = m[i] > largest ? m[i] : largest;
+  c->algo = pick_algo(id, largest * weft_dtype_size(dt));
   for (int p = 0; p < world; p++) {
     c->scount[p] = m[(size_t)me * world + p];
     c->rcount[p] = c->arrive[p] = m[(size_t)p * world + me];
@@ -199,10 +211,14 @@ static size_t run_one(const call_t *c, unsigned char *send, unsigned char *recv,
   return check_recv(c, hrecv);
 }
 
+static const char *algo_name(weft_algo_t a) {
+  return a == WEFT_ALGO_SM ? "SM" : a == WEFT_ALGO_LL ? "LL" : "auto";
+}
+
 static int report(const char *what, const call_t *c, size_t wrong, weft_status_t st) {
   if (!wrong && st == WEFT_STATUS_SUCCESS) return 0;
   printf("[%d] FAIL %s (%s, %s, send +%zu, recv +%zu, %zu + %zu bytes): %zu wrong bytes, %s: %s\n", me,
-         what, c->v ? "alltoallv" : "alltoall", c->algo == WEFT_ALGO_SM ? "SM" : "auto", c->soff,
+         what, c->v ? "alltoallv" : "alltoall", algo_name(c->algo), c->soff,
          c->roff - GUARD, c->sspan, c->rspan, wrong, weft_get_error_string(st),
          weft_comm_get_last_error(comm));
   return 1;
@@ -272,12 +288,14 @@ int main(void) {
   }
 
   /* Counts that disagree: rank 0 sends rank 1 three elements more than rank 1 expects, and
-   * expects two more from rank 1 than rank 1 sends. Ranks 0 and 1 must report a mismatch, the
-   * others succeed; the smaller counts land; nothing hangs; the next call works everywhere. */
-  if (world >= 2) {
+   * expects two more from rank 1 than rank 1 sends. Ranks 0 and 1 must report a mismatch (under
+   * LL each as the receiver of one of the two pairs), the others succeed; the smaller counts
+   * land; nothing hangs; the next call works everywhere. */
+  for (int a = 0; a < 2 && world >= 2; a++) {
     int f = 0;
     draw_matrix(m, 1000, &x);
     make_alltoallv(&c, m, WEFT_DTYPE_FP32, ++id, &y);
+    c.algo = algos[a];
     if (me == 0) {
       c.scount[1] += 3, c.rcount[1] += 2; /* arrive[1] stays what rank 1 sends */
       c.sspan = layout(c.scount, c.sdispl, &y) * 4;
@@ -288,26 +306,27 @@ int main(void) {
     const char *msg = weft_comm_get_last_error(comm);
     if (wrong || st != want || (me <= 1 && !strstr(msg, "alltoallv"))) {
       f++;
-      printf("[%d] FAIL disagreeing counts: %zu wrong bytes, %s (want %s): %s\n", me, wrong,
-             weft_get_error_string(st), weft_get_error_string(want), msg);
+      printf("[%d] FAIL disagreeing counts (%s): %zu wrong bytes, %s (want %s): %s\n", me,
+             algo_name(c.algo), wrong, weft_get_error_string(st), weft_get_error_string(want), msg);
     } else if (me <= 1) {
-      printf("[%d] disagreeing counts reported: %s\n", me, msg);
+      printf("[%d] disagreeing counts (%s) reported: %s\n", me, algo_name(c.algo), msg);
     }
     make_alltoall(&c, 1234, WEFT_DTYPE_BF16, ++id, 1, &y);
     f += report("alltoall after a mismatch", &c, run_one(&c, send, recv, s, &st), st);
-    printf("[%d] disagreeing counts: %s\n", me, f ? "FAILED" : "ok");
+    printf("[%d] disagreeing counts, %s: %s\n", me, algo_name(algos[a]), f ? "FAILED" : "ok");
     fails += f;
   }
 
-  /* Graph: an AllToAll and an AllToAllv captured with the poisoning of their areas, replayed 20
-   * times with new data uploaded before each replay. The arrays the calls were captured with are
-   * scribbled over after the capture: a replay must use the captured values. */
+  /* Graph: an AllToAll (LL) and an AllToAllv (SM) captured with the poisoning of their areas,
+   * replayed 20 times with new data uploaded before each replay. The arrays the calls were
+   * captured with are scribbled over after the capture: a replay must use the captured values. */
   {
     static call_t a, b, tmp;
     const size_t half = CAP / 2; /* b's areas */
     make_alltoall(&a, 3001, WEFT_DTYPE_FP16, ++id, 1, &y);
     draw_matrix(m, 5000, &x);
     make_alltoallv(&b, m, WEFT_DTYPE_INT32, ++id, &y);
+    a.algo = WEFT_ALGO_LL, b.algo = WEFT_ALGO_SM;
     CUgraph g;
     CUgraphExec ge;
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
