@@ -33,8 +33,9 @@
  * Why one inbox and no parity: rank r rewrites its entry on p in call e + 1 only after finishing
  * call e, which needed p's whole chunk for r counted, and every block of that chunk read the
  * entry before its release add (an LL call e needed p's header line of call e, written after
- * p's SM blocks of call e - 1 had finished). The done counts never run ahead either: a sender's call e + 1
- * starts storing only after the receiver raised its ready flag to e + 1, i.e. finished call e.
+ * p's SM blocks of call e - 1 had finished). The done counts never run ahead either: a sender's
+ * call e + 1 starts storing only after the receiver raised its ready flag to e + 1, i.e. finished
+ * call e.
  * No block waits for another block of its own rank, and before the copies blocks wait only for
  * the flags that block 0 of each peer raises first thing: the kernel cannot deadlock however
  * few of its blocks are resident at once.
@@ -122,7 +123,8 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
       entry[WEFT_A2A_INBOX_DST] = (weft_u64_t)recv + plan.recv_off[p] - weft_state.my_heap;
       entry[WEFT_A2A_INBOX_RECV_BYTES] = plan.recv_bytes[p];
       entry[WEFT_A2A_INBOX_SEND_BYTES] = plan.send_bytes[p];
-      weft_st_release((weft_u64_t *)weft_remote_ptr(weft_op_flags(WEFT_FLAGS_A2A_READY) + me, first + p), e);
+      weft_u64_t *ready = weft_op_flags(WEFT_FLAGS_A2A_READY) + me;
+      weft_st_release((weft_u64_t *)weft_remote_ptr(ready, first + p), e);
     }
 
   int k, s, slices;
@@ -135,7 +137,8 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
       weft_op_wait(WEFT_FLAGS_A2A_READY, p, e, v ? "alltoallv(ready)" : "alltoall(ready)");
       const weft_u64_t *entry = inbox + p * WEFT_A2A_INBOX_WORDS;
       weft_u64_t expects = entry[WEFT_A2A_INBOX_RECV_BYTES], sends = entry[WEFT_A2A_INBOX_SEND_BYTES];
-      dst = (char *)weft_remote_ptr((const void *)(weft_state.my_heap + entry[WEFT_A2A_INBOX_DST]), first + p);
+      const char *lands = (const char *)weft_state.my_heap + entry[WEFT_A2A_INBOX_DST];
+      dst = (char *)weft_remote_ptr(lands, first + p);
       if (s == 0 && n != expects)
         a2a_mismatch(v ? "alltoallv: sendcount vs peer's recvcount" : "alltoall: count vs peer's",
                      p, n, expects, elem);

@@ -144,14 +144,19 @@ static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) 
   return off < weft_state.heap_size ? off / 8 : ~0ull;
 }
 
-/* Writes the host-mapped error record if it is free (the first reporter wins): claimed with
+/* Writes the host-mapped error record if it is free (the first reporter wins, except that a
+ * fatal report replaces a count mismatch, which lets its kernel go on): claimed with
  * WEFT_DEVICE_ERROR_BUSY, filled, then given its status, so that the host never reads a status
  * with half-written fields. */
 static __device__ __noinline__ void weft_error_record(unsigned status, const char *op, int peer,
                                                      weft_u64_t index, weft_u64_t expected,
                                                      weft_u64_t observed) {
   weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
-  if (!e || atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY) != 0u) return;
+  if (!e) return;
+  unsigned old = atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
+  if (old == WEFT_DEVICE_ERROR_MISMATCH && status != WEFT_DEVICE_ERROR_MISMATCH)
+    old = atomicCAS((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;
+  if (old != 0u) return;
   e->rank = weft_state.rank;
   e->peer = peer;
   e->signal_index = index;

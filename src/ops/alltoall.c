@@ -91,8 +91,8 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
   weft_ops_t *o = &comm->ops;
   int budget = o->sms > comm->local_world ? o->sms : comm->local_world;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
-  cfg.grid[0] = weft_a2a_plan_blocks(plan, comm->local_rank, comm->local_world, budget,
-                                     algo == WEFT_ALGO_LL ? WEFT_A2A_LL_SLICE_BYTES : WEFT_A2A_SLICE_BYTES);
+  weft_u64 slice = algo == WEFT_ALGO_LL ? WEFT_A2A_LL_SLICE_BYTES : WEFT_A2A_SLICE_BYTES;
+  cfg.grid[0] = weft_a2a_plan_blocks(plan, comm->local_rank, comm->local_world, budget, slice);
   cfg.block[0] = A2A_THREADS;
   unsigned long long el = elem, slot = o->a2a_ll_slot;
   if (algo == WEFT_ALGO_LL) {

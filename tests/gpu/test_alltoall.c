@@ -68,7 +68,7 @@ static unsigned long long mix(unsigned long long x) {
 /* Bytes [0, n) of the chunk rank q sends rank p in call id, never 0 nor POISON; a shorter chunk
  * is a prefix of a longer one. */
 static void gen(unsigned char *out, size_t n, int q, int p, unsigned id) {
-  unsigned long long key = mix(run_seed ^ mix(((unsigned long long)id << 16) ^ ((unsigned long long)q << 8) ^ (unsigned)p));
+  unsigned long long key = mix(run_seed ^ mix((unsigned long long)id << 16 ^ (unsigned long long)q << 8 ^ (unsigned)p));
   for (size_t w = 0; w * 8 < n; w++) {
     unsigned long long h = mix(key + w);
     for (size_t b = 0; b < 8 && w * 8 + b < n; b++) {
@@ -278,7 +278,8 @@ int main(void) {
       draw_matrix(m, maxc < fit ? maxc : fit, &x);
       if (round == 0) memset(m, 0, sizeof m); /* nobody sends anything */
       if (round == 1 || round == 2) /* the last rank takes no part (NULL buffers) */
-        for (int q = 0; q < world; q++) m[(size_t)q * world + world - 1] = m[(size_t)(world - 1) * world + q] = 0;
+        for (int q = 0; q < world; q++)
+          m[(size_t)q * world + world - 1] = m[(size_t)(world - 1) * world + q] = 0;
       make_alltoallv(&c, m, dt, ++id, &y);
       size_t wrong = run_one(&c, send, recv, s, &st);
       f += report("alltoallv random", &c, wrong, st);
