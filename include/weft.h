@@ -302,8 +302,10 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
  * the heap. sendbuf ([world * count]) is any device memory and must not overlap recvbuf (no
  * in-place form: a rank's chunks for its peers would be overwritten by theirs before they left).
  * Any dtype, any count, any alignment of both buffers (data moves bit for bit). Every rank must
- * pass the same count and algo; a count of 0 returns at once. Counts that differ between ranks
- * are caught as weft_alltoallv's are (below).
+ * pass the same count and algo; a count of 0 returns at once. Nonzero counts that differ between
+ * ranks are caught as weft_alltoallv's are (below), unless they make AUTO choose different
+ * algorithms on different ranks: then the ranks wait for each other until the timeout reports
+ * it.
  * Algorithms: WEFT_ALGO_SM: one kernel in which each rank, once a receiver has said that it
  * entered the call, stores its chunk into the receiver's recvbuf over NVLink and counts it in the
  * receiver's signal; the call ends on a rank when every chunk for it has landed. WEFT_ALGO_LL,
