@@ -33,6 +33,8 @@ if [ "$ngpu" -ge 2 ]; then
   run allgather "$ngpu" allgather
   run reduce_scatter "$ngpu" reduce_scatter
   run allreduce "$ngpu" allreduce
+  run alltoall "$ngpu" alltoall
+  run alltoallv "$ngpu" alltoallv
   # the overlapped ops beside cuBLAS + NCCL, on every GPU and at 2 where there are more
   for n in $(printf '%s\n' "$ngpu" 2 | sort -un); do
     [ "$n" -le "$ngpu" ] || continue

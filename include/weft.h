@@ -125,7 +125,9 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 WEFT_API const char *weft_comm_get_last_error(const weft_comm_t *comm);
 
 /* WEFT_STATUS_SUCCESS, or the error a running kernel reported (timeout, abort) once its stream
- * failed; the last-error text then names op, rank, peer, signal and values. Does not block. */
+ * failed; the last-error text then names op, rank, peer, signal and values. Does not block.
+ * WEFT_STATUS_MISMATCH: counts of weft_alltoallv that disagreed between two ranks; no kernel
+ * failed, so it is returned once and the communicator stays usable. */
 WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm);
 
 WEFT_API weft_status_t weft_comm_rank(const weft_comm_t *comm, int *rank);
@@ -290,6 +292,55 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);
+
+/* The largest chunk (bytes, from one rank to one rank) WEFT_ALGO_LL takes in weft_alltoall(v). */
+#define WEFT_ALLTOALL_LL_MAX_BYTES (64u << 10)
+
+/* AllToAll: rank r's sendbuf[p * count + i] lands in rank p's recvbuf[r * count + i], for every
+ * pair of ranks (r's own chunk included), i < count. recvbuf ([world * count] elements) must come
+ * from weft_malloc (symmetric): the senders store into it; ranks may pass different addresses in
+ * the heap. sendbuf ([world * count]) is any device memory and must not overlap recvbuf (no
+ * in-place form: a rank's chunks for its peers would be overwritten by theirs before they left).
+ * Any dtype, any count, any alignment of both buffers (data moves bit for bit). Every rank must
+ * pass the same count and algo; a count of 0 returns at once. Nonzero counts that differ between
+ * ranks are caught as weft_alltoallv's are (below), unless they make AUTO choose different
+ * algorithms on different ranks: then the ranks wait for each other until the timeout reports
+ * it.
+ * Algorithms: WEFT_ALGO_SM: one kernel in which each rank, once a receiver has said that it
+ * entered the call, stores its chunk into the receiver's recvbuf over NVLink and counts it in the
+ * receiver's signal; the call ends on a rank when every chunk for it has landed. WEFT_ALGO_LL,
+ * chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES: each chunk travels in LL lines (data and flag
+ * in one store) into an internal symmetric buffer of its receiver, which unpacks it; no
+ * handshake. AUTO: LL up to WEFT_ALLTOALL_LL_MAX_BYTES per chunk, SM above (provisional, to be
+ * measured). */
+WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                     size_t count, weft_dtype_t dtype, weft_algo_t algo,
+                                     weft_stream_t stream);
+
+/* AllToAllv, with MPI_Alltoallv's meaning: rank r's sendcounts[p] elements at
+ * sendbuf + sdispls[p] land at rank p's recvbuf + rdispls[r], where rank p passes
+ * recvcounts[r] equal to that count. The four arrays are host arrays of world entries, in
+ * elements, read during the call (a CUDA graph replays the values it captured). Buffers as for
+ * weft_alltoall: recvbuf symmetric, sendbuf any device memory, either NULL where its counts are
+ * all 0; the receive regions must not overlap each other, and no send region may overlap a
+ * receive region. Every rank must call it, with the same dtype and algo, even when all its
+ * counts are 0 (its peers wait for it). Each receiver tells each sender where its chunk lands,
+ * so a sender needs none of the other ranks' arrays.
+ * Counts: sendcounts[rank] must equal recvcounts[rank] (checked here); every other pair is
+ * checked on the GPU: where rank r sends a different count from the one rank p expects, the
+ * smaller count moves (nothing is written outside p's region nor read outside r's), both ranks
+ * record the disagreement, every rank completes the call, and the next weft_stream_synchronize
+ * (or weft_comm_get_async_error) on r and on p returns WEFT_STATUS_MISMATCH with the counts,
+ * once; the communicator stays usable. Under WEFT_ALGO_LL only the receiving rank of such a
+ * pair sees both counts, and only it reports.
+ * Algorithms as for weft_alltoall, except AUTO, which is always SM here (it may not look at this
+ * rank's counts: the other ranks' differ, and all must choose alike); WEFT_ALGO_LL must be asked
+ * for by every rank, and every count, sent and received, must fit WEFT_ALLTOALL_LL_MAX_BYTES. */
+WEFT_API weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf,
+                                      const size_t *sendcounts, const size_t *sdispls,
+                                      void *recvbuf, const size_t *recvcounts,
+                                      const size_t *rdispls, weft_dtype_t dtype, weft_algo_t algo,
+                                      weft_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
 /* GEMM (local to this GPU; the building block of the overlapped ops)                          */

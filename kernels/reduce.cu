@@ -44,20 +44,6 @@
 
 #include <weft/reduce.cuh>
 
-/* Thread 0 of every block, after __syncthreads(): 1 in the last block of the grid to get here,
- * which then also sees every other block's earlier accesses (the fences on both sides of the
- * count make the count a release/acquire pair, and bar.sync brought the block's threads' accesses
- * under thread 0's fence). */
-static __device__ __forceinline__ int red_last_block(void) {
-  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + RED_SLOT);
-  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
-  weft_fence();
-  if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
-  *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
-  weft_fence();
-  return 1;
-}
-
 /* ---- pull: ReduceScatter SM, AllReduce one-shot and two-shot ------------------------------- */
 
 extern "C" __global__ void weft_red_pull(const char *send, char *recv, unsigned long long n,
@@ -78,7 +64,7 @@ extern "C" __global__ void weft_red_pull(const char *send, char *recv, unsigned 
   weft_red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,
                 blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
   __syncthreads();
-  if (t == 0 && red_last_block()) {
+  if (t == 0 && weft_epoch_last_block(RED_SLOT)) {
     weft_op_signal_all(WEFT_FLAGS_RED_DONE, e);
     for (int p = 0; p < world; p++)
       if (p != me) weft_op_wait(WEFT_FLAGS_RED_DONE, p, e, push ? "allreduce(done)" : "reduce(done)");

@@ -117,6 +117,9 @@ void bench_fill(void *h, size_t n, unsigned seed);
 
 /* bench_time_runs of weft (which = 0) and NCCL (which = 1) with barriers. */
 void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl);
+/* The checked calls of a size: once everything so far is done (the inputs' uploads and the
+ * outputs' poisoning) and every rank is there, one call of each, synchronised. */
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx);
 /* The table of a collective suite: header, then one row per size (times from bench_time_pair,
  * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
  * go to the JSON file too and wrong values to the exit status. */

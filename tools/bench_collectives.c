@@ -1,7 +1,7 @@
 /*
  * bench_collectives.c — the machinery every collective suite shares (NCCL beside weft in the same
  * process and run, nccl-tests columns: see bench.h), and the suites `weft-bench allgather`,
- * `reduce_scatter` and `allreduce`. For every size both ops are checked once on fresh data
+ * `reduce_scatter`, `allreduce`, `alltoall` and `alltoallv`. For every size both ops are checked once on fresh data
  * (outputs poisoned first), then timed interleaved. Sizes are totals (the gathered array, the
  * reduced array, the scattered sendbuf), as nccl-tests prints them.
  */
@@ -70,6 +70,14 @@ void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft,
   double us[2];
   bench_time_runs(b, 2, call, ctx, 1, us);
   *us_weft = us[0], *us_nccl = us[1];
+}
+
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx) {
+  BENCH_CU(cuStreamSynchronize(NULL));
+  BENCH_CHECK(weft_comm_barrier(b->comm));
+  call(b, ctx, 0);
+  call(b, ctx, 1);
+  BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
 }
 
 void bench_coll_header(bench_t *b, const char *suite) {
@@ -142,11 +150,7 @@ int main_allgather(int argc, char **argv) {
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
     if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
     BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
-    BENCH_CU(cuStreamSynchronize(NULL));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
-    ag_call(&b, &x, 0);
-    ag_call(&b, &x, 1);
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    bench_call_pair_once(&b, ag_call, &x);
     BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
     for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
     BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
@@ -276,11 +280,7 @@ static int red_main(int argc, char **argv, int allreduce) {
     BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
     BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
     BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
-    BENCH_CU(cuStreamSynchronize(NULL));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
-    red_call(&b, &x, 0);
-    red_call(&b, &x, 1);
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+    bench_call_pair_once(&b, red_call, &x);
     for (int which = 0; which < 2; which++) {
       BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
       for (size_t i = 0; i < out; i++) {
@@ -311,3 +311,143 @@ static int red_main(int argc, char **argv, int allreduce) {
 
 int main_reduce_scatter(int argc, char **argv) { return red_main(argc, argv, 0); }
 int main_allreduce(int argc, char **argv) { return red_main(argc, argv, 1); }
+
+/* ---- alltoall and alltoallv ------------------------------------------------------------------ */
+
+/* Sizes are the bytes each rank sends (its whole sendbuf, own chunk included), as nccl-tests'
+ * alltoall prints them; busbw = algbw (n - 1) / n. NCCL's AllToAll is grouped ncclSend/ncclRecv,
+ * one pair per peer, at the same displacements. alltoallv: the per-pair counts of a size are a
+ * circulant matrix, C[q][p] = c[(p - q) mod world], with c drawn once per size (weights 0 to 4:
+ * zeros and 4:1 skews between pairs, as a MoE router makes them) and summing to the size, so that
+ * every rank sends and receives exactly the size while its pairs differ. */
+
+typedef struct a2a_ctx {
+  ncclComm_t nc;
+  weft_algo_t algo;
+  weft_dtype_t wt;
+  ncclDataType_t nt;
+  size_t elem;
+  int v;
+  void *wsend, *wrecv; /* weft: sendbuf (any memory), recvbuf (symmetric) */
+  CUdeviceptr nsend, nrecv;
+  size_t *scount, *sdispl, *rcount, *rdispl; /* [world], elements */
+} a2a_ctx_t;
+
+static void a2a_call(bench_t *b, void *ctx, int which) {
+  a2a_ctx_t *x = ctx;
+  if (which == 0) {
+    if (x->v)
+      BENCH_CHECK(weft_alltoallv(b->comm, x->wsend, x->scount, x->sdispl, x->wrecv, x->rcount, x->rdispl,
+                                 x->wt, x->algo, b->stream));
+    else
+      BENCH_CHECK(weft_alltoall(b->comm, x->wsend, x->wrecv, x->scount[0], x->wt, x->algo, b->stream));
+    return;
+  }
+  char *ns = (char *)(uintptr_t)x->nsend, *nr = (char *)(uintptr_t)x->nrecv;
+  NCCL_CHECK(ncclGroupStart());
+  for (int p = 0; p < b->world; p++) {
+    NCCL_CHECK(ncclSend(ns + x->sdispl[p] * x->elem, x->scount[p], x->nt, p, x->nc, b->stream));
+    NCCL_CHECK(ncclRecv(nr + x->rdispl[p] * x->elem, x->rcount[p], x->nt, p, x->nc, b->stream));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+/* The counts of one size, n elements per rank (a multiple of world for alltoall): alltoall
+ * n / world per pair; alltoallv the circulant matrix above. Displacements pack the chunks in rank
+ * order. */
+static void a2a_counts(a2a_ctx_t *x, int rank, int world, size_t n, unsigned round) {
+  unsigned long long *c = calloc((size_t)world, sizeof *c), *w = calloc((size_t)world, sizeof *w);
+  unsigned long long wsum = 0, acc = 0;
+  for (int j = 0; j < world; j++) {
+    unsigned long long h = (unsigned long long)(j + 1) * 0x9E3779B97F4A7C15ull ^ round * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 32;
+    w[j] = x->v ? h % 5 + (j == 0) : 1; /* c[0] > 0: the weights never all vanish */
+    wsum += w[j];
+  }
+  for (int j = 0; j < world; j++) { /* differences of rounded prefixes: they add up to n */
+    unsigned long long lo = n * acc / wsum;
+    acc += w[j];
+    c[j] = n * acc / wsum - lo;
+  }
+  size_t so = 0, ro = 0;
+  for (int p = 0; p < world; p++) {
+    x->scount[p] = c[((p - rank) % world + world) % world];
+    x->rcount[p] = c[((rank - p) % world + world) % world];
+    x->sdispl[p] = so, so += x->scount[p];
+    x->rdispl[p] = ro, ro += x->rcount[p];
+  }
+  free(c), free(w);
+}
+
+static int a2a_main(int argc, char **argv, int v) {
+  const char *suite = v ? "alltoallv" : "alltoall";
+  bench_t b;
+  bench_parse(&b, argc, argv, 8, 256 << 20);
+  bench_init(&b, suite);
+  size_t world = (size_t)b.world, maxb = b.opt.max_bytes;
+  a2a_ctx_t x, peer; /* this rank's calls; a peer's counts, to know what it sent here */
+  memset(&x, 0, sizeof x);
+  x.nc = bench_nccl_init(&b);
+  x.algo = bench_parse_algo(b.opt.algo);
+  x.v = v;
+  bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
+  x.elem = weft_dtype_size(x.wt);
+  size_t *arrays = calloc(8 * world, sizeof *arrays);
+  x.scount = arrays, x.sdispl = arrays + world, x.rcount = arrays + 2 * world, x.rdispl = arrays + 3 * world;
+  peer = x;
+  peer.scount = arrays + 4 * world, peer.sdispl = arrays + 5 * world;
+  peer.rcount = arrays + 6 * world, peer.rdispl = arrays + 7 * world;
+  CUdeviceptr wsend;
+  BENCH_CU(cuMemAlloc(&wsend, maxb));
+  x.wsend = (void *)(uintptr_t)wsend;
+  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
+  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
+  BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
+  unsigned char *hsend = malloc(maxb), *hpeer = malloc(maxb), *hout[2] = {malloc(maxb), malloc(maxb)};
+  bench_coll_header(&b, suite);
+  unsigned round = 0;
+  for (size_t total = b.opt.min_bytes; total <= maxb;
+       total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
+    size_t n = total / x.elem; /* elements this rank sends */
+    if (!v) n = n / world * world;
+    if (n == 0) continue;
+    size_t bytes = n * x.elem, largest = 0;
+    a2a_counts(&x, b.rank, b.world, n, round);
+    for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
+    if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
+    int wrong[2] = {0, 0};
+    /* check both once: fresh data, poisoned outputs */
+    bench_fill(hsend, bytes, (unsigned)(b.rank * 131 + round));
+    BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
+    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
+    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
+    BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
+    bench_call_pair_once(&b, a2a_call, &x);
+    BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
+    BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
+    for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
+      a2a_counts(&peer, q, b.world, n, round);
+      bench_fill(hpeer, bytes, (unsigned)(q * 131 + round));
+      const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
+      for (int which = 0; which < 2; which++)
+        for (size_t i = 0; i < x.rcount[q]; i++)
+          wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
+    }
+    round++;
+    double us_w, us_n;
+    bench_time_pair(&b, a2a_call, &x, &us_w, &us_n);
+    bench_coll_row(&b, suite, bytes, n, b.opt.dtype, us_w, us_n, (double)(b.world - 1) / b.world, wrong[0],
+                   wrong[1]);
+  }
+  ncclCommDestroy(x.nc);
+  BENCH_CU(cuMemFree(wsend));
+  BENCH_CU(cuMemFree(x.nsend));
+  BENCH_CU(cuMemFree(x.nrecv));
+  BENCH_CHECK(weft_free(b.comm, x.wrecv));
+  free(hsend), free(hpeer), free(hout[0]), free(hout[1]), free(arrays);
+  bench_finish(&b);
+  return 0;
+}
+
+int main_alltoall(int argc, char **argv) { return a2a_main(argc, argv, 0); }
+int main_alltoallv(int argc, char **argv) { return a2a_main(argc, argv, 1); }

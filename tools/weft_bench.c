@@ -2,9 +2,9 @@
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
  * Usage: weftrun -n N weft-bench <suite> [-b min] [-e max] [-f factor] [-n iters] [-w warmup]
  *                                       [-c check] [-d dtype] [-a algo] [-J file.json]
- * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter and
- * allreduce (each beside NCCL), gemm (beside cuBLAS), ag_gemm, gemm_rs and gemm_ar (the overlapped
- * ops beside cuBLAS + NCCL).
+ * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
+ * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), ag_gemm, gemm_rs
+ * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,8 @@ int main_allgather(int argc, char **argv);
 int main_gemm(int argc, char **argv);
 int main_reduce_scatter(int argc, char **argv);
 int main_allreduce(int argc, char **argv);
+int main_alltoall(int argc, char **argv);
+int main_alltoallv(int argc, char **argv);
 int main_ag_gemm(int argc, char **argv);
 int main_gemm_rs(int argc, char **argv);
 int main_gemm_ar(int argc, char **argv);
@@ -30,6 +32,9 @@ static const struct {
      "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)"},
     {"allreduce", main_allreduce,
      "weft_allreduce beside ncclAllReduce (-a auto|sm|two_shot|ll; -d fp16|bf16|fp32)"},
+    {"alltoall", main_alltoall, "weft_alltoall beside grouped ncclSend/ncclRecv (-a auto|sm|ll; -d any)"},
+    {"alltoallv", main_alltoallv,
+     "weft_alltoallv beside grouped ncclSend/ncclRecv, skewed per-pair counts (-a auto|sm|ll; -d any)"},
     {"ag_gemm", main_ag_gemm, "weft_ag_gemm beside NCCL AllGather + cuBLAS (-s M,N,K, -l, -d, -a auto|ce|seq)"},
     {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (same options)"},
     {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (same options)"},

@@ -268,6 +268,21 @@ static __device__ __forceinline__ void weft_epoch_finish(int slot, weft_u64_t e)
     *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = e;
   }
 }
+/* For kernels that publish slot's epoch themselves once a last step is done (e.g. waiting for
+ * the peers): thread 0 of every block, after __syncthreads(), calls it; it returns 1 in the last
+ * block of the grid to get here, which then also sees every other block's earlier accesses (the
+ * fences on both sides of the count make it a release/acquire pair, and bar.sync brought the
+ * block's threads' accesses under thread 0's fence). That block ends by storing the epoch into
+ * weft_sync_word(WEFT_SYNC_EPOCHS + slot). */
+static __device__ __forceinline__ int weft_epoch_last_block(int slot) {
+  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
+  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  weft_fence();
+  if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
+  *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
+  weft_fence();
+  return 1;
+}
 /* The flag array of an op's slot; entry r is written by world rank node_first_rank + r. */
 static __device__ __forceinline__ weft_u64_t *weft_op_flags(int slot) {
   return weft_sync_word(WEFT_SYNC_FLAGS(slot));

@@ -43,6 +43,7 @@ typedef unsigned int weft_u32;
 #define WEFT_EPOCH_REDUCE 3    /* weft_reduce_scatter and weft_allreduce (every algorithm, every
                                   copy-engine round) */
 #define WEFT_EPOCH_RS_CE 4     /* weft_reduce_scatter's copy-engine rounds only (arrival counts) */
+#define WEFT_EPOCH_ALLTOALL 5  /* weft_alltoall and weft_alltoallv */
 #define WEFT_EPOCH_USER0 8     /* first slot free for ops */
 
 /* Flag slots of the ops. */
@@ -52,11 +53,13 @@ typedef unsigned int weft_u32;
 #define WEFT_FLAGS_RED_READY 3  /* reductions: set to the epoch when a call starts */
 #define WEFT_FLAGS_RED_DONE 4   /* reductions that read peers' buffers: set to the epoch at the end */
 #define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a segment landed */
+#define WEFT_FLAGS_A2A_READY 6  /* AllToAll(v): set to the epoch once the sender's inbox entry is written */
+#define WEFT_FLAGS_A2A_DONE 7   /* AllToAll(v): pieces counted, WEFT_A2A_UNITS per call and sender */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */
 typedef struct weft_device_error {
-  weft_u32 status;     /* 0, WEFT_DEVICE_ERROR_TIMEOUT or WEFT_DEVICE_ERROR_ABORTED */
+  weft_u32 status;     /* 0, or WEFT_DEVICE_ERROR_* (WEFT_DEVICE_ERROR_BUSY while being written) */
   int rank;            /* world rank that waited */
   int peer;            /* rank it waited on, -1 if unknown */
   int pad;
@@ -68,6 +71,10 @@ typedef struct weft_device_error {
 
 #define WEFT_DEVICE_ERROR_TIMEOUT 1u
 #define WEFT_DEVICE_ERROR_ABORTED 2u
+/* Ranks passed counts that disagree (weft_alltoallv): reported without a trap, the call completes
+ * with the smaller count, and the host clears the record once it has read it. */
+#define WEFT_DEVICE_ERROR_MISMATCH 3u
+#define WEFT_DEVICE_ERROR_BUSY 0xffffffffu /* claimed; the other fields not yet written */
 
 typedef struct weft_device_state {
   int rank;             /* world rank */

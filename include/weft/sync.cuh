@@ -4,8 +4,9 @@
  * Provides: weft_ld_acquire (.sys) / weft_ld_acquire_gpu, weft_st_release (.sys) /
  * weft_st_release_gpu, weft_red_release (.sys add) / weft_red_release_gpu, weft_atomic_add,
  * weft_atomic_cas (acq_rel, .sys), weft_fence (fence.acq_rel.sys), weft_quiet, weft_globaltimer,
- * weft_wait_until (the bounded acquire spin) and weft_spin_check (the deadline/abort check that
- * hand-written polls, e.g. the LL ones, call on every spin).
+ * weft_wait_until (the bounded acquire spin), weft_spin_check (the deadline/abort check that
+ * hand-written polls, e.g. the LL ones, call on every spin) and weft_error_record (what a kernel
+ * reports to the host: the waits on expiry, weft_alltoallv on disagreeing counts).
  *
  * Ordering rules:
  * - Scope: anything another GPU, the host or the copy engine reads or writes uses .sys; .gpu only
@@ -143,25 +144,40 @@ static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) 
   return off < weft_state.heap_size ? off / 8 : ~0ull;
 }
 
-/* Writes the error record once (the first reporter wins), prints, and traps: a trapped kernel
- * ends, its stream fails, and the host reads the record from host-mapped memory. */
+/* Writes the host-mapped error record if it is free (the first reporter wins, except that a
+ * fatal report replaces a count mismatch, which lets its kernel go on): claimed with
+ * WEFT_DEVICE_ERROR_BUSY, filled, then given its status, so that the host never reads a status
+ * with half-written fields. */
+static __device__ __noinline__ void weft_error_record(unsigned status, const char *op, int peer,
+                                                     weft_u64_t index, weft_u64_t expected,
+                                                     weft_u64_t observed) {
+  weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
+  if (!e) return;
+  unsigned old = atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
+  if (old == WEFT_DEVICE_ERROR_MISMATCH && status != WEFT_DEVICE_ERROR_MISMATCH)
+    old = atomicCAS((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;
+  if (old != 0u) return;
+  e->rank = weft_state.rank;
+  e->peer = peer;
+  e->signal_index = index;
+  e->expected = expected;
+  e->observed = observed;
+  int i = 0;
+  for (; op[i] && i < (int)sizeof e->op - 1; i++) e->op[i] = op[i];
+  e->op[i] = 0;
+  __threadfence_system();
+  *(volatile unsigned *)&e->status = status;
+  __threadfence_system();
+}
+
+/* Writes the error record, prints, and traps: a trapped kernel ends, its stream fails, and the
+ * host reads the record from host-mapped memory. */
 static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *op, int peer,
                                                   const weft_u64_t *sig, int cmp,
                                                   weft_u64_t expected, weft_u64_t observed,
                                                   weft_u64_t waited_ns) {
-  weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
   weft_u64_t index = weft_signal_index(sig);
-  if (e && atomicCAS((unsigned *)&e->status, 0u, status) == 0u) {
-    e->rank = weft_state.rank;
-    e->peer = peer;
-    e->signal_index = index;
-    e->expected = expected;
-    e->observed = observed;
-    int i = 0;
-    for (; op[i] && i < (int)sizeof e->op - 1; i++) e->op[i] = op[i];
-    e->op[i] = 0;
-    __threadfence_system();
-  }
+  weft_error_record(status, op, peer, index, expected, observed);
   if (status == WEFT_DEVICE_ERROR_TIMEOUT)
     printf("weft: rank %d timed out in %s waiting on peer %d signal[%lld] (expected %s %llu, "
            "observed %llu) after %llu ms\n", weft_state.rank, op, peer, (long long)index,

@@ -17,6 +17,7 @@ static const struct {
     {"reduce", weft_reduce_init, weft_reduce_destroy},
     {"ag_gemm", weft_ag_gemm_init, weft_ag_gemm_destroy},
     {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy},
+    {"alltoall", weft_alltoall_init, weft_alltoall_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {

@@ -46,6 +46,12 @@ typedef struct weft_ops {
   uint64_t *gemm_rs_flags;
   uint64_t *gemm_rs_ctr;
   int gemm_rs_counters;
+  /* alltoall and alltoallv (kernels/alltoall.cu) */
+  struct weft_module *a2a;
+  struct weft_kernel *a2a_sm, *a2a_ll;
+  uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
+  unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
+  size_t a2a_ll_slot;
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
@@ -67,6 +73,8 @@ weft_status_t weft_ag_gemm_init(weft_comm_t *comm);
 void weft_ag_gemm_destroy(weft_comm_t *comm);
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm);
 void weft_gemm_rs_destroy(weft_comm_t *comm);
+weft_status_t weft_alltoall_init(weft_comm_t *comm);
+void weft_alltoall_destroy(weft_comm_t *comm);
 
 /* What the overlapped ops share (ag_gemm.c, gemm_rs.c, gemm_ar.c): side stream 0 starts after
  * everything so far on stream (fork), and stream continues after everything on side stream 0

@@ -317,11 +317,24 @@ weft_status_t weft_comm_abort(weft_comm_t *comm) {
 weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
   WEFT_ARG(NULL, comm, "comm is NULL");
   weft_device_error_t e;
+  uint32_t status = __atomic_load_n(&comm->error_host->status, __ATOMIC_ACQUIRE);
   memcpy(&e, comm->error_host, sizeof e);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if (e.status == 0) return comm->aborted ? WEFT_STATUS_ABORTED : WEFT_STATUS_SUCCESS;
+  /* BUSY: a kernel is still writing the record; its stream has not failed yet either. */
+  if (status == 0 || status == WEFT_DEVICE_ERROR_BUSY)
+    return comm->aborted ? WEFT_STATUS_ABORTED : WEFT_STATUS_SUCCESS;
   e.op[sizeof e.op - 1] = 0;
-  if (e.status == WEFT_DEVICE_ERROR_ABORTED)
+  if (status == WEFT_DEVICE_ERROR_MISMATCH) {
+    /* No kernel trapped: the context is sound, so the report is given once and the record freed
+     * for the next one. */
+    __atomic_compare_exchange_n(&comm->error_host->status, &status, 0u, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+    return WEFT_ERR(comm, WEFT_STATUS_MISMATCH,
+                    "rank %d, %s: %llu elements here, rank %d has %llu (that pair's data was cut "
+                    "to the smaller count)",
+                    e.rank, e.op, (unsigned long long)e.expected, e.peer,
+                    (unsigned long long)e.observed);
+  }
+  if (status == WEFT_DEVICE_ERROR_ABORTED)
     return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "rank %d: %s stopped by weft_comm_abort", e.rank, e.op);
   char sig[32] = "?";
   if (e.signal_index != ~0ull) snprintf(sig, sizeof sig, "%llu", (unsigned long long)e.signal_index);

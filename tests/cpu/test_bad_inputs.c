@@ -210,6 +210,55 @@ int main(void) {
   T("gemm_ar c inside the workspace",
     weft_gemm_ar(comm, dev, 64, dev, 64, heap + 64, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
+  /* alltoall(v): refused before any GPU work (world of one: counts index rank 0) */
+  const weft_dtype_t U8 = WEFT_DTYPE_UINT8;
+  T("alltoall dtype 9", weft_alltoall(comm, dev, heap, 8, (weft_dtype_t)9, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall algo ring", weft_alltoall(comm, dev, heap, 8, U8, WEFT_ALGO_RING, NULL), WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall by LL above its limit",
+    weft_alltoall(comm, off_heap, heap, WEFT_ALLTOALL_LL_MAX_BYTES + 1, U8, WEFT_ALGO_LL, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall recvbuf off the heap", weft_alltoall(comm, dev, off_heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall past the heap's end", weft_alltoall(comm, dev, hend - 16, 32, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall sendbuf NULL", weft_alltoall(comm, NULL, heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall in place", weft_alltoall(comm, heap, heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall sendbuf overlapping recvbuf", weft_alltoall(comm, heap + 7, heap, 8, U8, WEFT_ALGO_SM, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall count overflows", weft_alltoall(comm, dev, heap, SIZE_MAX / 4, WEFT_DTYPE_FP64, WEFT_ALGO_AUTO, NULL),
+    WEFT_STATUS_INVALID_ARGUMENT);
+  T("alltoall of 0 elements", weft_alltoall(comm, NULL, NULL, 0, U8, WEFT_ALGO_AUTO, NULL), WEFT_STATUS_SUCCESS);
+  size_t c8[1] = {8}, c9[1] = {9}, d0[1] = {0}, dbig[1] = {SIZE_MAX - 4}, dfar[1] = {1u << 20};
+  size_t cll[1] = {WEFT_ALLTOALL_LL_MAX_BYTES + 1};
+  const struct {
+    const char *what;
+    void *send;
+    const size_t *sc, *sd;
+    void *recv;
+    const size_t *rc, *rd;
+    weft_dtype_t dt;
+    weft_algo_t algo;
+  } a2av[] = {
+      {"alltoallv NULL sendcounts", dev, NULL, d0, heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv NULL rdispls", dev, c8, d0, heap, c8, NULL, U8, WEFT_ALGO_AUTO},
+      {"alltoallv own send and receive counts differ", dev, c8, d0, heap, c9, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv sdispls overflows", dev, c8, dbig, heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv rdispls overflows", dev, c8, d0, heap, c8, dbig, U8, WEFT_ALGO_AUTO},
+      {"alltoallv rdispls past the heap's end", dev, c8, d0, heap, c8, dfar, U8, WEFT_ALGO_AUTO},
+      {"alltoallv recvbuf off the heap", dev, c8, d0, off_heap, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv recvbuf NULL with elements to receive", dev, c8, d0, NULL, c8, d0, U8, WEFT_ALGO_AUTO},
+      {"alltoallv send region overlapping the receive region", heap + 4, c8, d0, heap, c8, d0,
+       WEFT_DTYPE_FP32, WEFT_ALGO_AUTO},
+      {"alltoallv algo two-shot", dev, c8, d0, heap, c8, d0, U8, WEFT_ALGO_TWO_SHOT},
+      {"alltoallv by LL above its limit", off_heap, cll, d0, heap, cll, d0, U8, WEFT_ALGO_LL},
+  };
+  for (size_t i = 0; i < sizeof a2av / sizeof a2av[0]; i++)
+    T(a2av[i].what, weft_alltoallv(comm, a2av[i].send, a2av[i].sc, a2av[i].sd, a2av[i].recv, a2av[i].rc,
+                                   a2av[i].rd, a2av[i].dt, a2av[i].algo, NULL),
+      WEFT_STATUS_INVALID_ARGUMENT);
   T("comm_size NULL result", weft_comm_size(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT);
   weft_comm_abort(comm);
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);

@@ -1,0 +1,220 @@
+/*
+ * kernels/alltoall.cu — AllToAll and AllToAllv over the ranks of a node (src/ops/alltoall.c
+ * launches; weft/alltoall.h holds the plan, the slicing and the inbox layout): weft_a2a_sm, SM
+ * push with signals, and weft_a2a_ll, LL push for small chunks. Both serve both calls:
+ * weft_alltoall is the AllToAllv whose chunks are all `count` elements long, at multiples of
+ * count.
+ *
+ * Buffers: recv lies in the symmetric heap (the SM senders store into it); send is any device
+ * memory (only its own GPU reads it). A pushing sender needs to know where its chunk lands on
+ * the receiver, which only the receiver's arguments say (its recvbuf and rdispls): every
+ * receiver writes that, as a heap offset, into the sender's inbox at the start of the call. So
+ * ranks may pass different recvbuf addresses, and the senders read nothing remote.
+ *
+ * Every call of either kernel runs under this rank's epoch e (WEFT_EPOCH_ALLTOALL: one more than
+ * the last call's, from this rank's sync area; nothing is reset between calls, so calls may be
+ * captured in a CUDA graph), and adds WEFT_A2A_UNITS per pair to the receivers' done counts, so
+ * that the counts stay at e * WEFT_A2A_UNITS whatever the mix of SM and LL calls.
+ *
+ * weft_a2a_sm, a call:
+ *   1. Block 0 announces, one thread per peer p: into p's inbox entry of this rank, the heap
+ *      offset where p's chunk lands here, the bytes this rank expects from p and the bytes it
+ *      sends to p; then this rank's ready flag on p := e (st.release: the entry before the flag).
+ *      A rank in call e has finished all earlier work of its stream, so its recv may be written.
+ *   2. Every block copies one slice of one pair (this rank -> p): thread 0 waits for p's ready
+ *      flag >= e (acquire), reads p's entry in the local inbox and takes n = min(bytes this rank
+ *      sends p, bytes p expects); the block stores bytes [lo, hi) of the chunk into p's recv
+ *      through the peer mapping; thread 0 then adds the slice's units to p's done count of this
+ *      rank (fence, red.release.sys). The own chunk is a local copy counted the same way.
+ *   3. The last block to finish (arrival count) waits until every rank's done count here has
+ *      reached e * WEFT_A2A_UNITS (every chunk for this rank has landed: the slices of a pair add
+ *      WEFT_A2A_UNITS per call whatever their number), then publishes e.
+ *
+ * Why one inbox and no parity: rank r rewrites its entry on p in call e + 1 only after finishing
+ * call e, which needed p's whole chunk for r counted, and every block of that chunk read the
+ * entry before its release add (an LL call e needed p's header line of call e, written after
+ * p's SM blocks of call e - 1 had finished). The done counts never run ahead either: a sender's
+ * call e + 1 starts storing only after the receiver raised its ready flag to e + 1, i.e. finished
+ * call e.
+ * No block waits for another block of its own rank, and before the copies blocks wait only for
+ * the flags that block 0 of each peer raises first thing: the kernel cannot deadlock however
+ * few of its blocks are resident at once.
+ *
+ * Counts that disagree (weft_alltoallv, or weft_alltoall called with different counts): a sender
+ * stores min(its count, the receiver's count), so a disagreement can neither write outside the
+ * receiver's region nor read outside the sender's; slice 0 of the pair reports it on both ranks
+ * of the pair (each checks both directions with the peer's entry) in the device error record,
+ * without trapping (WEFT_DEVICE_ERROR_MISMATCH); the call completes on every rank and the host
+ * returns WEFT_STATUS_MISMATCH once.
+ *
+ * weft_a2a_ll: no handshake, no inbox. Every rank has an LL area, [2 parities][world][slot]
+ * symmetric; slot q of parity e & 1 receives rank q's chunk of call e as a header line (the
+ * chunk's bytes) and its payload lines (weft/ll.cuh: 8 payload bytes and the flag e twice in
+ * each 16-byte line). The block of (pair k, slice s) pushes slice s of this rank's chunk for p
+ * (slice 0 also the header) into slot `me` of p's area, then reads p's header in its own area,
+ * takes min(p's bytes, the bytes this rank expects) (slice 0 reports a difference: only the
+ * receiving side knows both counts here), and unpacks slice s of that into recv. A sender
+ * reaches call e + 2 (the same parity) only after finishing call e + 1, which needed every rank
+ * to have started call e + 1 (its header line, or its ready flag in an SM call), i.e. to have
+ * finished reading call e's lines. Blocks wait for their peers' lines after pushing their own,
+ * as weft_ag_ll's do: the host keeps the grid within the SMs, so that all of it is resident.
+ */
+#include <weft/device.cuh>
+#include <weft/alltoall.h>
+
+#define A2A_SLOT WEFT_EPOCH_ALLTOALL
+
+/* n bytes with the threads [lane, lane + stride) of a block, in the widest words the relative
+ * alignment of dst and src allows: weft_copy_group for 16-byte-compatible pairs (vectors) and for
+ * odd ones (bytes); 8, 4 or 2-byte words between a byte head and a byte tail otherwise, so that
+ * chunks at arbitrary element displacements do not fall back to byte stores. */
+static __device__ __forceinline__ void a2a_copy(char *dst, const char *src, weft_u64_t n,
+                                                unsigned lane, unsigned stride) {
+  weft_u64_t rel = ((weft_u64_t)dst ^ (weft_u64_t)src) & 15;
+  if (rel == 0 || (rel & 1)) {
+    weft_copy_group(dst, src, n, lane, stride);
+    return;
+  }
+  weft_u64_t g = (rel & 7) == 0 ? 8 : (rel & 3) == 0 ? 4 : 2;
+  weft_u64_t head = (g - ((weft_u64_t)dst & (g - 1))) & (g - 1);
+  if (head > n) head = n;
+  weft_u64_t words = (n - head) / g, tail = head + words * g;
+  for (weft_u64_t b = lane; b < head; b += stride) dst[b] = src[b];
+  if (g == 8) {
+    weft_u64_t *d = (weft_u64_t *)(dst + head);
+    const weft_u64_t *s = (const weft_u64_t *)(src + head);
+    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
+  } else if (g == 4) {
+    unsigned *d = (unsigned *)(dst + head);
+    const unsigned *s = (const unsigned *)(src + head);
+    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
+  } else {
+    unsigned short *d = (unsigned short *)(dst + head);
+    const unsigned short *s = (const unsigned short *)(src + head);
+    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
+  }
+  for (weft_u64_t b = tail + lane; b < n; b += stride) dst[b] = src[b];
+}
+
+/* Records (first reporter wins, no trap) and prints a count disagreement with local rank p. */
+static __device__ __noinline__ void a2a_mismatch(const char *op, int p, weft_u64_t mine,
+                                                 weft_u64_t theirs, weft_u64_t elem) {
+  int peer = weft_state.node_first_rank + p;
+  weft_error_record(WEFT_DEVICE_ERROR_MISMATCH, op, peer, ~0ull, mine / elem, theirs / elem);
+  printf("weft: rank %d, %s: %llu elements here, rank %d has %llu\n", weft_state.rank, op,
+         mine / elem, peer, theirs / elem);
+}
+
+/* send, recv: the call's buffers (recv symmetric; either may be NULL where its counts are all
+ * 0). inbox: symmetric [WEFT_MAX_LOCAL_RANKS][WEFT_A2A_INBOX_WORDS]. elem: bytes per element
+ * (for the reports). v: 1 for weft_alltoallv (names in the reports). */
+extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t *inbox,
+                                       const __grid_constant__ weft_a2a_plan_t plan,
+                                       unsigned long long elem, int v) {
+  __shared__ char *s_dst;
+  __shared__ weft_u64_t s_n;
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  unsigned t = threadIdx.x;
+  weft_u64_t e = weft_epoch_begin(A2A_SLOT);
+  if (blockIdx.x == 0)
+    for (int p = (int)t; p < world; p += (int)blockDim.x) {
+      if (p == me) continue;
+      weft_u64_t *entry = (weft_u64_t *)weft_remote_ptr(inbox + me * WEFT_A2A_INBOX_WORDS, first + p);
+      entry[WEFT_A2A_INBOX_DST] = (weft_u64_t)recv + plan.recv_off[p] - weft_state.my_heap;
+      entry[WEFT_A2A_INBOX_RECV_BYTES] = plan.recv_bytes[p];
+      entry[WEFT_A2A_INBOX_SEND_BYTES] = plan.send_bytes[p];
+      weft_u64_t *ready = weft_op_flags(WEFT_FLAGS_A2A_READY) + me;
+      weft_st_release((weft_u64_t *)weft_remote_ptr(ready, first + p), e);
+    }
+
+  int k, s, slices;
+  weft_a2a_block(&plan, world, blockIdx.x, &k, &s, &slices);
+  int p = weft_a2a_peer(k, me, world);
+  if (t == 0) {
+    weft_u64_t n = plan.send_bytes[p];
+    char *dst = recv + plan.recv_off[me]; /* the own chunk: sendcounts[me] == recvcounts[me] */
+    if (p != me) {
+      weft_op_wait(WEFT_FLAGS_A2A_READY, p, e, v ? "alltoallv(ready)" : "alltoall(ready)");
+      const weft_u64_t *entry = inbox + p * WEFT_A2A_INBOX_WORDS;
+      weft_u64_t expects = entry[WEFT_A2A_INBOX_RECV_BYTES], sends = entry[WEFT_A2A_INBOX_SEND_BYTES];
+      const char *lands = (const char *)weft_state.my_heap + entry[WEFT_A2A_INBOX_DST];
+      dst = (char *)weft_remote_ptr(lands, first + p);
+      if (s == 0 && n != expects)
+        a2a_mismatch(v ? "alltoallv: sendcount vs peer's recvcount" : "alltoall: count vs peer's",
+                     p, n, expects, elem);
+      if (s == 0 && sends != plan.recv_bytes[p])
+        a2a_mismatch(v ? "alltoallv: recvcount vs peer's sendcount" : "alltoall: count vs peer's",
+                     p, plan.recv_bytes[p], sends, elem);
+      if (expects < n) n = expects;
+    }
+    s_dst = dst;
+    s_n = n;
+  }
+  __syncthreads();
+  weft_u64 lo, hi;
+  weft_a2a_slice(s_n, s, slices, &lo, &hi);
+  a2a_copy(s_dst + lo, send + plan.send_off[p] + lo, hi - lo, t, blockDim.x);
+  __syncthreads();
+  if (t == 0) {
+    weft_fence(); /* the block's stores (seen through the barrier) before the count */
+    weft_u64_t *done = weft_op_flags(WEFT_FLAGS_A2A_DONE) + me;
+    weft_red_release((weft_u64_t *)weft_remote_ptr(done, first + p), weft_a2a_units(s, slices));
+    if (weft_epoch_last_block(A2A_SLOT)) {
+      for (int q = 0; q < world; q++)
+        weft_op_wait(WEFT_FLAGS_A2A_DONE, q, e * WEFT_A2A_UNITS, v ? "alltoallv(done)" : "alltoall(done)");
+      *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + A2A_SLOT) = e;
+    }
+  }
+}
+
+/* ll: this rank's LL area (symmetric, [2][world][ll_slot]); other arguments as weft_a2a_sm's. */
+extern "C" __global__ void weft_a2a_ll(const char *send, char *recv, unsigned char *ll,
+                                       unsigned long long ll_slot,
+                                       const __grid_constant__ weft_a2a_plan_t plan,
+                                       unsigned long long elem, int v) {
+  __shared__ weft_u64_t s_n;
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  unsigned t = threadIdx.x;
+  weft_u64_t e = weft_epoch_begin(A2A_SLOT);
+  unsigned flag = (unsigned)e;
+  unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot;
+  int k, s, slices;
+  weft_a2a_block(&plan, world, blockIdx.x, &k, &s, &slices);
+  int p = weft_a2a_peer(k, me, world);
+  weft_u64 lo, hi;
+  if (p == me) { /* the own chunk: a local copy */
+    weft_a2a_slice(plan.send_bytes[me], s, slices, &lo, &hi);
+    a2a_copy(recv + plan.recv_off[me] + lo, send + plan.send_off[me] + lo, hi - lo, t, blockDim.x);
+  } else {
+    const char *src = send + plan.send_off[p];
+    weft_u64_t n = plan.send_bytes[p];
+    unsigned char *dst = (unsigned char *)weft_remote_ptr(area + me * ll_slot, first + p);
+    weft_a2a_slice(n, s, slices, &lo, &hi);
+    if (s == 0 && t == 0) weft_ll_store16(dst, (unsigned)n, (unsigned)(n >> 32), flag);
+    int aligned = ((weft_u64_t)src & 7) == 0;
+    for (weft_u64_t l = lo / 8 + t; l < (hi + 7) / 8; l += blockDim.x) {
+      weft_u64_t w = weft_ll_line_payload_(src, n, l, aligned);
+      weft_ll_store16(dst + 16 + l * 16, (unsigned)w, (unsigned)(w >> 32), flag);
+    }
+    const unsigned char *in = area + p * ll_slot;
+    if (t == 0) {
+      weft_u64_t sends = weft_ll_load16(in, flag), expects = plan.recv_bytes[p];
+      if (s == 0 && sends != expects)
+        a2a_mismatch(v ? "alltoallv: recvcount vs peer's sendcount" : "alltoall: count vs peer's",
+                     p, expects, sends, elem);
+      s_n = sends < expects ? sends : expects;
+    }
+    __syncthreads();
+    char *out = recv + plan.recv_off[p];
+    weft_a2a_slice(s_n, s, slices, &lo, &hi);
+    aligned = ((weft_u64_t)out & 7) == 0;
+    for (weft_u64_t l = lo / 8 + t; l < (hi + 7) / 8; l += blockDim.x)
+      weft_ll_line_unpack_(out, s_n, l, weft_ll_load16(in + 16 + l * 16, flag), aligned);
+  }
+  __syncthreads();
+  if (t == 0) {
+    weft_u64_t *done = weft_op_flags(WEFT_FLAGS_A2A_DONE) + me;
+    weft_red_release((weft_u64_t *)weft_remote_ptr(done, first + p), weft_a2a_units(s, slices));
+    weft_epoch_finish(A2A_SLOT, e);
+  }
+}
