@@ -45,4 +45,17 @@ if [ "$ngpu" -ge 2 ]; then
 else
   echo "primitives and the collectives: need 2 GPUs, skipped"
 fi
+# the peer column: PyTorch async-TP beside cuBLAS + NCCL on the same shapes (bench/peers/README.md)
+if [ "$ngpu" -lt 2 ]; then
+  echo "torch async-TP peer column: needs 2 GPUs, skipped"
+elif ! python3 -c "import torch" >/dev/null 2>&1; then
+  echo "torch async-TP peer column: python3 cannot import torch, skipped"
+else
+  for n in $(printf '%s\n' "$ngpu" 2 | sort -un); do
+    echo "== torch_async_tp-np$n (ranks $n)"
+    python3 -m torch.distributed.run --standalone --nproc-per-node "$n" bench/peers/torch_async_tp.py \
+      -J "$logs/torch_async_tp-np$n.json" 2>&1 | tee "$logs/torch_async_tp-np$n.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
+fi
 exit $status
