@@ -9,9 +9,10 @@
  * is checked once first: weft's output (poisoned before) against cuBLAS + NCCL's, normalised
  * error <= 1e-2, non-finite values counted as wrong (non-zero exit).
  *
- *   ag_gemm: A [M/ws, K] per rank, B [N/ws, K] (-l nk) or [K, N/ws] (-l kn), C [M, N/ws];
+ *   ag_gemm: A [M/ws, K] per rank, B [K, N/ws] (-l kn, the default, as DESIGN.md's tables and
+ *            bench/peers) or [N/ws, K] (-l nk), C [M, N/ws];
  *            NCCL AllGather of A, then the GEMM on the gathered A.
- *   gemm_rs: A [M, K/ws], B [N, K/ws] or [K/ws, N], out [M/ws, N]; the GEMM, then NCCL
+ *   gemm_rs: A [M, K/ws], B [K/ws, N] or [N, K/ws], out [M/ws, N]; the GEMM, then NCCL
  *            ReduceScatter of the [M, N] partial.
  *   gemm_ar: the same GEMM, then NCCL AllReduce of the partial: out [M, N].
  * Options: -s M,N,K (repeatable; default DESIGN.md's shapes, gemm_ar the GEMM+RS shapes at M =
@@ -104,7 +105,7 @@ static void usage(const char *suite) {
 }
 
 static int main_overlap(int op, const char *suite, int argc, char **argv) {
-  int shapes[MAX_SHAPES][3], nshapes = 0, kmajor = 1, iters = 20, warmup = 5;
+  int shapes[MAX_SHAPES][3], nshapes = 0, kmajor = 0, iters = 20, warmup = 5;
   const char *dtype = "bf16", *json = NULL, *algo = NULL;
   for (int i = 0; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
