@@ -227,4 +227,52 @@ static inline double rt_maxerr(const unsigned long long st[RT_STATS]) {
   return d;
 }
 
+/* One checked call of the op under test on s: fill its input for call c, poison its output,
+ * the call, the check queued. The graph and straggler blocks below drive it. */
+typedef void (*rt_call_fn)(rt_t *t, size_t n, weft_dtype_t dt, weft_algo_t algo, unsigned c,
+                           CUstream s);
+
+/* nalgos calls of n elements (algos[a] with dts[(a + dt_shift) % 3]) captured once and replayed
+ * 20 times: every replay runs new epochs from device memory. Returns 1 on a wrong value. */
+static inline int rt_graph(rt_t *t, rt_call_fn one, size_t n, const weft_algo_t *algos, int nalgos,
+                           const weft_dtype_t *dts, int dt_shift, unsigned *call, CUstream s) {
+  CUgraph g;
+  CUgraphExec ge;
+  unsigned long long st[RT_STATS];
+  CU(cuMemsetD8(t->stats, 0, RT_STATS * 8));
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  for (int a = 0; a < nalgos; a++) one(t, n, dts[(a + dt_shift) % 3], algos[a], ++*call, s);
+  CU(cuStreamEndCapture(s, &g));
+  CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+  for (int r = 0; r < 20; r++) CU(cuGraphLaunch(ge, s));
+  rt_stats(t, s, st);
+  if (st[0]) printf("[%d] FAIL graph replay: %llu wrong\n", t->rank, st[0]);
+  CU(cuGraphExecDestroy(ge));
+  CU(cuGraphDestroy(g));
+  return st[0] != 0;
+}
+
+/* 1,000 back-to-back calls: random counts in [1, max_n], dtypes and algorithms (from the shared
+ * sequence x), random host and GPU delays per rank, one synchronisation at the end. Returns 1 on
+ * a wrong value (a hang is a timeout, which fails the test). */
+static inline int rt_stragglers(rt_t *t, rt_call_fn one, size_t max_n, const weft_algo_t *algos,
+                                int nalgos, const weft_dtype_t *dts, unsigned long long *x,
+                                unsigned *call, CUstream s) {
+  unsigned long long y = t->seed * 1000003ull + (unsigned long long)t->rank, st[RT_STATS];
+  uint64_t t0 = weft_now_ns();
+  CU(cuMemsetD8(t->stats, 0, RT_STATS * 8));
+  for (int i = 0; i < 1000; i++) {
+    size_t n = 1 + test_rand(x) % max_n;
+    weft_dtype_t dt = dts[test_rand(x) % 3];
+    weft_algo_t a = algos[test_rand(x) % (unsigned)nalgos];
+    usleep((useconds_t)(test_rand(&y) % 1000));
+    rt_delay(t, test_rand(&y) % 30000, s);
+    one(t, n, dt, a, ++*call, s);
+  }
+  rt_stats(t, s, st);
+  printf("[%d] 1000 calls with stragglers in %.2f s: %llu wrong\n", t->rank,
+         (double)(weft_now_ns() - t0) / 1e9, st[0]);
+  return st[0] != 0;
+}
+
 #endif

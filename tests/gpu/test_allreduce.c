@@ -23,13 +23,24 @@ static int takes(weft_algo_t a, size_t bytes, int in_place) {
   return 1;
 }
 
+static char *sendb, *recvb; /* symmetric, with room for offsets and guards */
+
+/* rt_call_fn: the input of call c into sendb, recvb poisoned, weft_allreduce (AUTO where algo
+ * does not take the size), the check. */
+static void checked_call(rt_t *t, size_t n, weft_dtype_t dt, weft_algo_t algo, unsigned c, CUstream s) {
+  if (!takes(algo, n * weft_dtype_size(dt), 0)) algo = WEFT_ALGO_AUTO;
+  rt_fill(t, sendb, n, dt, t->rank, c, 0, s);
+  CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
+  OK(weft_allreduce(t->comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, algo, s));
+  rt_check(t, recvb, n, dt, c, 0, NULL, s);
+}
+
 int main(void) {
   setenv("WEFT_HEAP_SIZE", "1G", 0);
   rt_t t;
   rt_init(&t, "test_allreduce.cu");
   int me = t.rank;
   size_t max_bytes = MAX_COUNT * 4;
-  char *sendb, *recvb; /* symmetric, with room for offsets and guards */
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&sendb));
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&recvb));
   CUdeviceptr nsend, nrecv;
@@ -106,53 +117,8 @@ int main(void) {
       fails++, printf("[%d] FAIL: SM one-shot accepted in place\n", me);
   }
 
-  /* Graph: each algorithm with its fill and check, captured once, replayed 20 times; every
-   * replay runs new epochs from device memory. */
-  {
-    CUgraph g;
-    CUgraphExec ge;
-    size_t n = 5003;
-    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    for (int a = 0; a < 4; a++) {
-      weft_dtype_t dt = dts[a % 3];
-      rt_fill(&t, sendb, n, dt, me, ++call, 0, s);
-      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
-      OK(weft_allreduce(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, algos[a], s));
-      rt_check(&t, recvb, n, dt, call, 0, NULL, s);
-    }
-    CU(cuStreamEndCapture(s, &g));
-    CU(cuGraphInstantiateWithFlags(&ge, g, 0));
-    for (int r = 0; r < 20; r++) CU(cuGraphLaunch(ge, s));
-    rt_stats(&t, s, st);
-    if (st[0]) fails++, printf("[%d] FAIL graph replay: %llu wrong\n", me, st[0]);
-    CU(cuGraphExecDestroy(ge));
-    CU(cuGraphDestroy(g));
-  }
-
-  /* 1,000 back-to-back calls: random counts, dtypes and algorithms, random host and GPU delays
-   * per rank, one synchronisation at the end. */
-  {
-    unsigned long long y = t.seed * 1000003ull + (unsigned long long)me; /* per rank: delays differ */
-    uint64_t t0 = weft_now_ns();
-    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
-    for (int i = 0; i < 1000; i++) {
-      size_t n = 1 + test_rand(&x) % 200000;
-      weft_dtype_t dt = dts[test_rand(&x) % 3];
-      weft_algo_t a = algos[test_rand(&x) % 4];
-      if (!takes(a, n * weft_dtype_size(dt), 0)) a = WEFT_ALGO_AUTO;
-      usleep((useconds_t)(test_rand(&y) % 1000));
-      rt_delay(&t, test_rand(&y) % 30000, s);
-      rt_fill(&t, sendb, n, dt, me, ++call, 0, s);
-      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
-      OK(weft_allreduce(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, a, s));
-      rt_check(&t, recvb, n, dt, call, 0, NULL, s);
-    }
-    rt_stats(&t, s, st);
-    printf("[%d] 1000 calls with stragglers in %.2f s: %llu wrong\n", me,
-           (double)(weft_now_ns() - t0) / 1e9, st[0]);
-    if (st[0]) fails++;
-  }
+  fails += rt_graph(&t, checked_call, 5003, algos, 4, dts, 0, &call, s);
+  fails += rt_stragglers(&t, checked_call, 200000, algos, 4, dts, &x, &call, s);
 
   CU(cuStreamDestroy(s));
   CU(cuMemFree(nsend));

@@ -18,6 +18,17 @@ static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_AL
 static const char *anames[] = {"SM", "copy engine", "auto"};
 static const weft_dtype_t dts[] = {WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32};
 
+static char *sendb, *recvb; /* symmetric sendbuf; recvbuf outside the heap */
+
+/* rt_call_fn: the input of call c into sendb (every segment), recvb poisoned,
+ * weft_reduce_scatter, the check of this rank's segment. */
+static void checked_call(rt_t *t, size_t n, weft_dtype_t dt, weft_algo_t algo, unsigned c, CUstream s) {
+  rt_fill(t, sendb, n * (size_t)t->world, dt, t->rank, c, 0, s);
+  CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 4, s));
+  OK(weft_reduce_scatter(t->comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, algo, s));
+  rt_check(t, recvb, n, dt, c, (size_t)t->rank * n, NULL, s);
+}
+
 int main(void) {
   setenv("WEFT_HEAP_SIZE", "1G", 0);
   /* Small staging: copy-engine calls from 1 MiB per rank on run in several rounds. */
@@ -26,13 +37,12 @@ int main(void) {
   rt_init(&t, "test_reduce_scatter.cu");
   int me = t.rank, world = t.world;
   size_t max_bytes = MAX_TOTAL * 4;
-  char *sendb; /* symmetric */
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&sendb));
   CUdeviceptr recvd, nsend, nrecv; /* recv outside the heap: any device memory is allowed */
   CU(cuMemAlloc(&recvd, max_bytes / (size_t)world + 4096));
   CU(cuMemAlloc(&nsend, max_bytes));
   CU(cuMemAlloc(&nrecv, max_bytes / (size_t)world + 64));
-  char *recvb = (char *)(uintptr_t)recvd;
+  recvb = (char *)(uintptr_t)recvd;
   CUstream s;
   CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   unsigned long long x = t.seed | 1, st[RT_STATS];
@@ -100,51 +110,9 @@ int main(void) {
     if (st[0]) fails++, printf("[%d] FAIL in place: %llu wrong\n", me, st[0]);
   }
 
-  /* Graph: each algorithm with its fill and check, captured once, replayed 20 times. */
-  {
-    CUgraph g;
-    CUgraphExec ge;
-    size_t n = 70001; /* copy engine: 2 rounds at 4 ranks with 4 MiB staging in fp32 */
-    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    for (int a = 0; a < 3; a++) {
-      weft_dtype_t dt = dts[(a + 2) % 3];
-      rt_fill(&t, sendb, n * (size_t)world, dt, me, ++call, 0, s);
-      CU(cuMemsetD8Async(recvd, 0xFF, n * 4, s));
-      OK(weft_reduce_scatter(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, algos[a], s));
-      rt_check(&t, recvb, n, dt, call, (size_t)me * n, NULL, s);
-    }
-    CU(cuStreamEndCapture(s, &g));
-    CU(cuGraphInstantiateWithFlags(&ge, g, 0));
-    for (int r = 0; r < 20; r++) CU(cuGraphLaunch(ge, s));
-    rt_stats(&t, s, st);
-    if (st[0]) fails++, printf("[%d] FAIL graph replay: %llu wrong\n", me, st[0]);
-    CU(cuGraphExecDestroy(ge));
-    CU(cuGraphDestroy(g));
-  }
-
-  /* 1,000 back-to-back calls: random counts, dtypes and algorithms, random host and GPU delays
-   * per rank, one synchronisation at the end. */
-  {
-    unsigned long long y = t.seed * 1000003ull + (unsigned long long)me; /* per rank: delays differ */
-    uint64_t t0 = weft_now_ns();
-    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
-    for (int i = 0; i < 1000; i++) {
-      size_t n = 1 + test_rand(&x) % 100000;
-      weft_dtype_t dt = dts[test_rand(&x) % 3];
-      weft_algo_t a = algos[test_rand(&x) % 3];
-      usleep((useconds_t)(test_rand(&y) % 1000));
-      rt_delay(&t, test_rand(&y) % 30000, s);
-      rt_fill(&t, sendb, n * (size_t)world, dt, me, ++call, 0, s);
-      CU(cuMemsetD8Async(recvd, 0xFF, n * 4, s));
-      OK(weft_reduce_scatter(t.comm, sendb, recvb, n, dt, WEFT_RED_OP_SUM, a, s));
-      rt_check(&t, recvb, n, dt, call, (size_t)me * n, NULL, s);
-    }
-    rt_stats(&t, s, st);
-    printf("[%d] 1000 calls with stragglers in %.2f s: %llu wrong\n", me,
-           (double)(weft_now_ns() - t0) / 1e9, st[0]);
-    if (st[0]) fails++;
-  }
+  /* n = 70001: copy engine in 2 rounds at 4 ranks with 4 MiB staging in fp32 */
+  fails += rt_graph(&t, checked_call, 70001, algos, 3, dts, 2, &call, s);
+  fails += rt_stragglers(&t, checked_call, 100000, algos, 3, dts, &x, &call, s);
 
   CU(cuStreamDestroy(s));
   CU(cuMemFree(recvd));
