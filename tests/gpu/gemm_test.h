@@ -74,6 +74,14 @@ static const char *gemm_test_src =
     "  while (weft_globaltimer() - t0 < ns) {}\n"
     "}\n";
 
+/* A grid-stride kernel of gemm_test_src over the whole GPU, on stream s. */
+static inline void gemm_test_launch(weft_kernel_t *k, void **args, CUstream s) {
+  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+  c.grid[0] = 528;
+  c.block[0] = 256;
+  OK(weft_kernel_launch(k, &c, args, s));
+}
+
 /* Runs `compare` (k_cmp, from gemm_test_src) of c ([m, ldc], columns n.. poisoned) against ref
  * ([m, n] float64) on stream s and waits: returns ||c - ref|| / ||ref||; bad[0] counts
  * non-finite values of c, bad[1] changed padding. Needs gpu_test.h's OK and CU. */
@@ -87,10 +95,7 @@ static inline double gemm_test_compare(weft_comm_t *comm, weft_kernel_t *k_cmp, 
   CU(cuMemsetD8Async(cnt, 0, 16, s));
   int o = out == WEFT_DTYPE_FP32 ? 2 : out == WEFT_DTYPE_FP16;
   void *args[] = {&c, &ref, &m, &n, &ldc, &o, &acc, &cnt};
-  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
-  lc.grid[0] = 528;
-  lc.block[0] = 256;
-  OK(weft_kernel_launch(k_cmp, &lc, args, s));
+  gemm_test_launch(k_cmp, args, s);
   OK(weft_stream_synchronize(comm, s));
   double h[2];
   CU(cuMemcpyDtoH(h, acc, 16));

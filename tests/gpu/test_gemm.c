@@ -28,12 +28,7 @@ typedef struct buffers {
   size_t c_bytes;
 } buffers_t;
 
-static void launch(weft_kernel_t *k, void **args) {
-  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
-  c.grid[0] = 528;
-  c.block[0] = 256;
-  OK(weft_kernel_launch(k, &c, args, s));
-}
+static void launch(weft_kernel_t *k, void **args) { gemm_test_launch(k, args, s); }
 
 static size_t out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
 

@@ -29,12 +29,7 @@ static unsigned long long base;  /* the same on every rank */
 static unsigned long long shared; /* shapes: the same sequence on every rank */
 static unsigned long long mine;   /* stragglers: this rank's own sequence */
 
-static void launch(weft_kernel_t *k, void **args) {
-  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
-  c.grid[0] = 528;
-  c.block[0] = 256;
-  OK(weft_kernel_launch(k, &c, args, s));
-}
+static void launch(weft_kernel_t *k, void **args) { gemm_test_launch(k, args, s); }
 
 static size_t out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
 
