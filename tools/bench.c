@@ -126,6 +126,33 @@ void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, co
   fprintf(b->json, "}");
 }
 
+int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v) {
+  if (!strcmp(opt, "-s")) {
+    if (o->nshapes >= BENCH_MAX_SHAPES) return -1;
+    int *sh = o->shapes[o->nshapes];
+    if (sscanf(v, "%d,%d,%d", &sh[0], &sh[1], &sh[2]) != 3) return -1;
+    o->nshapes++;
+  } else if (!strcmp(opt, "-l")) {
+    if (strcmp(v, "nk") && strcmp(v, "kn")) return -1;
+    o->kmajor = !strcmp(v, "nk");
+  } else if (!strcmp(opt, "-d")) {
+    o->dtype = v;
+  } else if (!strcmp(opt, "-n")) {
+    o->iters = atoi(v);
+  } else if (!strcmp(opt, "-w")) {
+    o->warmup = atoi(v);
+  } else if (!strcmp(opt, "-J")) {
+    o->json = v;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+int bench_mm_check(const bench_mm_opts_t *o) {
+  return o->iters >= 1 && o->warmup >= 0 && (!strcmp(o->dtype, "bf16") || !strcmp(o->dtype, "fp16"));
+}
+
 void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int barrier, double *us) {
   int n = b->opt.iters;
   double **t = calloc((size_t)nruns, sizeof *t);

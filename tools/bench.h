@@ -90,6 +90,20 @@ void bench_time_runs(struct bench *b, int nruns, bench_call_fn call, void *ctx, 
 void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
                     const double *values);
 
+/* The options of the matrix suites (gemm, ag_gemm, gemm_rs, gemm_ar). */
+#define BENCH_MAX_SHAPES 128
+typedef struct bench_mm_opts {
+  int shapes[BENCH_MAX_SHAPES][3], nshapes; /* -s M,N,K (repeatable) */
+  int kmajor;                               /* -l nk (1) | kn (0) */
+  const char *dtype;                        /* -d bf16 | fp16 */
+  int iters, warmup;                        /* -n, -w */
+  const char *json;                         /* -J */
+} bench_mm_opts_t;
+/* Applies option opt with value v: 1 when it is one of the above, 0 when it is not, -1 for a bad
+ * value. bench_mm_check: 0 when the options together are inconsistent. */
+int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v);
+int bench_mm_check(const bench_mm_opts_t *o);
+
 /* Kernels for the benchmarks' data (compile with weft_module_load): fill(p, n, fp16, seed) draws
  * n uniform values in [-1, 1) rounded to bf16 or fp16; diff(x, y, n, fp16, acc) adds
  * sum (x - y)^2, sum y^2 and the count of non-finite x to acc[0..2] (16-bit x and y). */

@@ -18,7 +18,6 @@
 #include "bench.h"
 #include "ops/gemm.h"
 
-#define MAX_SHAPES 128
 #define MAX_RUNS 10
 
 typedef struct gemm_ctx {
@@ -88,9 +87,8 @@ int main_gemm(int argc, char **argv) {
   static weft_gemm_config_t configs[MAX_RUNS];
   static char config_names[MAX_RUNS][64];
   int nconfigs = 0;
-  int shapes[MAX_SHAPES][3], nshapes = 0, hooks = 0, kmajor = 1;
-  const char *dtype = "bf16", *json = NULL;
-  int iters = 20, warmup = 5;
+  static bench_mm_opts_t o = {.kmajor = 1, .dtype = "bf16", .iters = 20, .warmup = 5};
+  int hooks = 0;
   for (int i = 0; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--hooks")) {
@@ -101,26 +99,14 @@ int main_gemm(int argc, char **argv) {
     if (!strcmp(argv[i], "--config") && nconfigs < MAX_RUNS - 6) {
       parse_config(v, &configs[nconfigs]);
       snprintf(config_names[nconfigs++], sizeof config_names[0], "%s", v);
-    } else if (!strcmp(argv[i], "-s") && nshapes < MAX_SHAPES) {
-      if (sscanf(v, "%d,%d,%d", &shapes[nshapes][0], &shapes[nshapes][1], &shapes[nshapes][2]) != 3)
-        usage();
-      nshapes++;
-    } else if (!strcmp(argv[i], "-d")) {
-      dtype = v;
-    } else if (!strcmp(argv[i], "-l")) {
-      kmajor = !strcmp(v, "nk") ? 1 : !strcmp(v, "kn") ? 0 : (usage(), 0);
-    } else if (!strcmp(argv[i], "-n")) {
-      iters = atoi(v);
-    } else if (!strcmp(argv[i], "-w")) {
-      warmup = atoi(v);
-    } else if (!strcmp(argv[i], "-J")) {
-      json = v;
-    } else {
+    } else if (bench_mm_option(&o, argv[i], v) <= 0) {
       usage();
     }
     i++;
   }
-  if (iters < 1 || warmup < 0 || (strcmp(dtype, "bf16") && strcmp(dtype, "fp16"))) usage();
+  if (!bench_mm_check(&o)) usage();
+  int (*shapes)[3] = o.shapes, nshapes = o.nshapes, kmajor = o.kmajor, iters = o.iters;
+  const char *dtype = o.dtype;
   if (!nshapes) {
     /* 8192^3; DESIGN.md's per-GPU shapes at TP=4 (AG+GEMM: n / 4; GEMM+RS: k / 4) and TP=8 */
     static const int nk[][2] = {{11008, 4096}, {14336, 4096}, {28672, 8192}, {53248, 16384},
@@ -146,7 +132,7 @@ int main_gemm(int argc, char **argv) {
     }
   }
   memset(&b, 0, sizeof b);
-  b.opt.iters = iters, b.opt.warmup = warmup, b.opt.json = json, b.opt.dtype = dtype;
+  b.opt.iters = iters, b.opt.warmup = o.warmup, b.opt.json = o.json, b.opt.dtype = dtype;
   bench_init(&b, "gemm");
 
   gemm_ctx_t x;

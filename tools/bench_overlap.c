@@ -25,8 +25,6 @@
 
 #include "bench.h"
 
-#define MAX_SHAPES 32
-
 enum { OV_AG, OV_RS, OV_AR };
 enum { RUN_GEMM, RUN_COMM, RUN_BASELINE, RUN_WEFT, RUNS };
 
@@ -105,33 +103,17 @@ static void usage(const char *suite) {
 }
 
 static int main_overlap(int op, const char *suite, int argc, char **argv) {
-  int shapes[MAX_SHAPES][3], nshapes = 0, kmajor = 0, iters = 20, warmup = 5;
-  const char *dtype = "bf16", *json = NULL, *algo = NULL;
-  for (int i = 0; i < argc; i++) {
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) usage(suite);
-    if (!strcmp(argv[i], "-s") && nshapes < MAX_SHAPES) {
-      if (sscanf(v, "%d,%d,%d", &shapes[nshapes][0], &shapes[nshapes][1], &shapes[nshapes][2]) != 3)
-        usage(suite);
-      nshapes++;
-    } else if (!strcmp(argv[i], "-l")) {
-      kmajor = !strcmp(v, "nk") ? 1 : !strcmp(v, "kn") ? 0 : (usage(suite), 0);
-    } else if (!strcmp(argv[i], "-d")) {
-      dtype = v;
-    } else if (!strcmp(argv[i], "-a")) {
-      algo = v;
-    } else if (!strcmp(argv[i], "-n")) {
-      iters = atoi(v);
-    } else if (!strcmp(argv[i], "-w")) {
-      warmup = atoi(v);
-    } else if (!strcmp(argv[i], "-J")) {
-      json = v;
-    } else {
-      usage(suite);
-    }
-    i++;
+  static bench_mm_opts_t o = {.kmajor = 0, .dtype = "bf16", .iters = 20, .warmup = 5};
+  const char *algo = NULL;
+  for (int i = 0; i < argc; i += 2) {
+    if (i + 1 >= argc) usage(suite);
+    int r = bench_mm_option(&o, argv[i], argv[i + 1]);
+    if (r < 0 || (!r && strcmp(argv[i], "-a"))) usage(suite);
+    if (!r) algo = argv[i + 1];
   }
-  if (iters < 1 || warmup < 0 || (strcmp(dtype, "bf16") && strcmp(dtype, "fp16"))) usage(suite);
+  if (!bench_mm_check(&o)) usage(suite);
+  int (*shapes)[3] = o.shapes, nshapes = o.nshapes, kmajor = o.kmajor;
+  const char *dtype = o.dtype;
   if (!nshapes) {
     /* DESIGN.md's tables (M, N, K of the layer) */
     static const int ag[][3] = {{8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192},
@@ -146,7 +128,7 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   setenv("WEFT_HEAP_SIZE", "3G", 0);
   bench_t b;
   memset(&b, 0, sizeof b);
-  b.opt.iters = iters, b.opt.warmup = warmup, b.opt.json = json, b.opt.dtype = dtype, b.opt.algo = algo;
+  b.opt.iters = o.iters, b.opt.warmup = o.warmup, b.opt.json = o.json, b.opt.dtype = dtype, b.opt.algo = algo;
   bench_init(&b, suite);
   int ws = b.world;
   ov_t x;
@@ -168,7 +150,7 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
     printf("# %s, %s, B %s, algorithm %s; ms per call (median of %d samples of %d calls, slowest "
            "rank); GEMM = cuBLAS alone, comm = NCCL alone; exposed = weft - GEMM; bound = "
            "max(GEMM, comm) / weft\n",
-           suite, dtype, kmajor ? "[N,K]" : "[K,N]", algo ? algo : "auto", iters, BENCH_BATCH);
+           suite, dtype, kmajor ? "[N,K]" : "[K,N]", algo ? algo : "auto", o.iters, BENCH_BATCH);
     printf("#%6s %6s %6s | %8s %8s %11s %8s | %8s %8s %7s | %8s\n", "M", "N", "K", "GEMM", "comm",
            "cuBLAS+NCCL", "weft", "exposed", "speedup", "bound", "err");
   }
