@@ -153,9 +153,11 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
                                                      weft_u64_t observed) {
   weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
   if (!e) return;
-  unsigned old = atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
+  /* System scope: the record is host memory that the host clears with its own CAS; a device-scope
+   * atomic may be done in L2 on a stale copy of the line and write the old record back later. */
+  unsigned old = atomicCAS_system((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
   if (old == WEFT_DEVICE_ERROR_MISMATCH && status != WEFT_DEVICE_ERROR_MISMATCH)
-    old = atomicCAS((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;
+    old = atomicCAS_system((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;
   if (old != 0u) return;
   e->rank = weft_state.rank;
   e->peer = peer;

@@ -7,8 +7,8 @@
  * One overlapped call, on the caller's stream and side stream 0:
  *   stream barrier: every rank finished its previous call, so no GEMM still reads the slots that
  *     are about to be overwritten, and every rank's signals are back to 0;
- *   fork; on the side stream: this rank's rows into its own slot (unless in place) and its own
- *     signal, then the pushes of the rows to rank - 1, rank - 2, ... (weft_swizzle_ag_push_peer:
+ *   this rank's rows into its own slot (unless in place) and its own signal;
+ *   fork; on the side stream the pushes of the rows to rank - 1, rank - 2, ... (weft_swizzle_ag_push_peer:
  *     at each step every rank sends to a different peer, so every link carries one copy), each
  *     followed by signal[rank] = 1 on the receiver (a stream write after a system-scope fence:
  *     the rows are visible before the signal is);
@@ -43,10 +43,12 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   char *slot = ag + (size_t)me * bytes;
   CUstream side = o->side[0];
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-  WEFT_CHECK(weft_ops_fork1(comm, stream));
-  if (a != slot) WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)slot, (CUdeviceptr)(uintptr_t)a, bytes, side));
-  WEFT_CU(comm, cuStreamWriteValue64(side, (CUdeviceptr)(uintptr_t)(o->ag_gemm_sig + me), 1,
+  /* The own rows before the GEMM, in stream order: a copy within one GPU may be done by a
+   * kernel, which could not start beside the GEMM that waits for it. */
+  if (a != slot) WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)slot, (CUdeviceptr)(uintptr_t)a, bytes, stream));
+  WEFT_CU(comm, cuStreamWriteValue64(stream, (CUdeviceptr)(uintptr_t)(o->ag_gemm_sig + me), 1,
                                      CU_STREAM_WRITE_VALUE_DEFAULT));
+  WEFT_CHECK(weft_ops_fork1(comm, stream));
   for (int s = 1; s < world; s++) {
     int q = weft_swizzle_ag_push_peer(s, me, world, 1);
     WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, slot, q), (CUdeviceptr)(uintptr_t)a, bytes, side));

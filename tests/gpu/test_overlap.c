@@ -14,6 +14,7 @@
  */
 // weft-test: ranks=2,4 timeout=900
 #include <math.h>
+#include <time.h>
 
 #include "gpu_test.h"
 #include "gemm_test.h"
@@ -233,11 +234,26 @@ static tcase_t make(int op, int m, int n, int k, int kmaj, weft_dtype_t in, weft
   return t;
 }
 
+/* WEFT_TEST_TRACE=1: each step of each case on stderr as it starts (where a run stops). */
+static int trace;
+static void step(const tcase_t *t, const char *what) {
+  if (!trace) return;
+  char d[160];
+  describe(t, d, sizeof d);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  fprintf(stderr, "[%d] %ld.%03ld %s: %s\n", me, (long)ts.tv_sec, ts.tv_nsec / 1000000, d, what);
+}
+
 static void one(tcase_t t) {
+  step(&t, "setup");
   setup(&t);
   poison(&t);
+  step(&t, "call");
   call(&t);
+  step(&t, "verify");
   verify(&t, "");
+  step(&t, "teardown");
   teardown(&t);
 }
 
@@ -326,7 +342,11 @@ int main(void) {
   CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL, WEFT_ALGO_AUTO};
 
+  trace = getenv("WEFT_TEST_TRACE") != NULL;
+  /* WEFT_TEST_OPS (e.g. "gemm_rs,gemm_ar"): only these ops' cases */
+  const char *only = getenv("WEFT_TEST_OPS");
   for (int op = 0; op < 3; op++) {
+    if (only && !strstr(only, op_names[op])) continue;
     for (int a = 0; a < 3; a++)
       for (int i = 0; i < 4; i++) one(random_case(op, algos[a], i >= 2));
     /* AUTO's overlapped form on a larger problem, segments of whole 64-row sub-tiles (RS/AR) */
@@ -336,8 +356,10 @@ int main(void) {
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
              WEFT_ALGO_COPY_ENGINE));
   }
-  graph();
-  for (int op = 0; op < 3; op++) stress(op);
+  if (!only) {
+    graph();
+    for (int op = 0; op < 3; op++) stress(op);
+  }
 
   printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
   OK(weft_module_unload(mod));
