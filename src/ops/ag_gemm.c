@@ -42,6 +42,17 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
   char *slot = ag + (size_t)me * bytes;
   CUstream side = o->side[0];
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
+   * the kernel's grouped order computes from its first tile-row. */
+  h.rotate_m = weft_swizzle_ag_row(0, me, world, m, cfg.bm * cfg.cluster, 1);
+  h.wait_signals = o->ag_gemm_sig;
+  h.wait_rows = m;
+  h.wait_expected = 1;
+  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before anything it waits for is queued */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   /* The own rows before the GEMM, in stream order: a copy within one GPU may be done by a
    * kernel, which could not start beside the GEMM that waits for it. */
@@ -55,16 +66,6 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
     WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->ag_gemm_sig + me, q), 1,
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
-  weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
-  weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
-   * the kernel's grouped order computes from its first tile-row. */
-  h.rotate_m = weft_swizzle_ag_row(0, me, world, m, cfg.bm * cfg.cluster, 1);
-  h.wait_signals = o->ag_gemm_sig;
-  h.wait_rows = m;
-  h.wait_expected = 1;
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, ag, b, c, stream));
   WEFT_CHECK(weft_ops_join1(comm, stream));
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->ag_gemm_sig, 0,

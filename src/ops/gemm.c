@@ -259,6 +259,13 @@ out:
   return st;
 }
 
+weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks) {
+  struct weft_gemm_kernel *g;
+  WEFT_CHECK(weft_comm_make_current(comm));
+  return gemm_kernel(comm, p, cfg, hooks, &g);
+}
+
 /* ---- launch ---------------------------------------------------------------------------------- */
 
 static weft_status_t encode(weft_comm_t *comm, CUtensorMap *m, const void *ptr, weft_dtype_t t,

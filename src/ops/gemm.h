@@ -75,6 +75,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks,
                                const void *a, const void *b, void *c, CUstream stream);
 
+/* Compiles and loads the specialisation that weft_gemm_launch(p, cfg, hooks) will run, without
+ * launching. An overlapped op calls it before it enqueues anything that waits for the GEMM:
+ * loading a module can wait for the GPU's work in flight (a lazy load, the module's state
+ * written by a synchronous copy), which would then wait for a GEMM not yet launched. */
+weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks);
+
 /* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages; c, which must not overlap the workspace, holds all m

@@ -131,6 +131,14 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
   char *staging = ws + part;
   CUstream side = o->side[0];
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* Segment rank + 1 first: with dir +1 the order is a rotation of the cluster tile-rows. */
+  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
+  h.notify_counters = o->gemm_rs_ctr;
+  h.notify_rows = nr;
+  h.notify_sys = 1;
+  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   WEFT_CHECK(weft_ops_fork1(comm, stream));
   for (int s = 0; s + 1 < world; s++) {
@@ -148,13 +156,6 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
     WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q), 1,
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
-  weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  /* Segment rank + 1 first: with dir +1 the order is a rotation of the cluster tile-rows. */
-  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
-  h.notify_counters = o->gemm_rs_ctr;
-  h.notify_rows = nr;
-  h.notify_sys = 1;
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
