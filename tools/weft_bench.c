@@ -41,6 +41,7 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a log as they are measured, also if killed */
   if (argc >= 2)
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
       if (!strcmp(argv[1], suites[i].name)) return suites[i].main(argc - 2, argv + 2);

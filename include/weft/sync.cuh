@@ -153,8 +153,7 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
                                                      weft_u64_t observed) {
   weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
   if (!e) return;
-  /* System scope: the record is host memory that the host clears with its own CAS; a device-scope
-   * atomic may be done in L2 on a stale copy of the line and write the old record back later. */
+  /* System scope: the record is host memory, which the host frees with its own CAS. */
   unsigned old = atomicCAS_system((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
   if (old == WEFT_DEVICE_ERROR_MISMATCH && status != WEFT_DEVICE_ERROR_MISMATCH)
     old = atomicCAS_system((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;

@@ -313,7 +313,8 @@ int main(void) {
       printf("[%d] disagreeing counts (%s) reported: %s\n", me, algo_name(c.algo), msg);
     }
     make_alltoall(&c, 1234, WEFT_DTYPE_BF16, ++id, 1, &y);
-    f += report("alltoall after a mismatch", &c, run_one(&c, send, recv, s, &st), st);
+    wrong = run_one(&c, send, recv, s, &st); /* (st read after the call, not as an argument beside it) */
+    f += report("alltoall after a mismatch", &c, wrong, st);
     printf("[%d] disagreeing counts, %s: %s\n", me, algo_name(algos[a]), f ? "FAILED" : "ok");
     fails += f;
   }
