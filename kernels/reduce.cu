@@ -34,9 +34,10 @@
  *                       count of this rank (release). Counts, not epochs: the side stream must not
  *                       read the epoch, which the reduction on the caller's stream may already
  *                       have raised. The c-th copy-engine round leaves every count at c.
- *   weft_red_ce_reduce  on the caller's stream, concurrently with the copies: waits for every
- *                       peer's count to reach this round's c (WEFT_EPOCH_RS_CE), then reduces my
- *                       own segment (from sendbuf) and the peers' (from staging) in rank order.
+ *   weft_red_ce_wait    on the caller's stream, concurrently with the copies, one block: waits
+ *                       for every peer's count to reach this round's c (WEFT_EPOCH_RS_CE).
+ *   weft_red_ce_reduce  then reduces my own segment (from sendbuf) and the peers' (from staging)
+ *                       in rank order, and raises c.
  */
 #include <weft/device.cuh>
 
@@ -142,6 +143,16 @@ extern "C" __global__ void weft_red_ce_signal(int peer) {
   weft_red_release((weft_u64_t *)weft_remote_ptr(count, weft_state.node_first_rank + peer), 1);
 }
 
+/* One block, on the caller's stream before the reduction: waits for every peer's count to reach
+ * this round's c. The wait is its own small kernel so that the reduction, whose blocks may fill
+ * every SM, starts only once nothing it needs is still to be launched: the peers' signal kernels
+ * must find room on their GPUs beside whatever waits there. */
+extern "C" __global__ void weft_red_ce_wait(void) {
+  weft_u64_t c = weft_epoch_begin(WEFT_EPOCH_RS_CE); /* (raised by the reduction) */
+  for (int p = threadIdx.x; p < weft_state.local_world; p += blockDim.x)
+    if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_ARRIVED, p, c, "reduce_scatter(ce arrival)");
+}
+
 /* recv[i] = sum over ranks r in order of (r == me ? own[i] : staging slot r [i]), i < n. The
  * senders put each segment at (own & 15) past its slot's start, so that slots and own share
  * their alignment mod 16 (own's offset is the same on every rank: sendbuf is symmetric). */
@@ -153,10 +164,8 @@ extern "C" __global__ void weft_red_ce_reduce(const char *own, const char *stagi
   int world = weft_state.local_world, me = weft_state.local_rank;
   unsigned t = threadIdx.x;
   weft_u64_t e = weft_epoch_begin(RED_SLOT), c = weft_epoch_begin(WEFT_EPOCH_RS_CE);
-  for (int p = (int)t; p < world; p += (int)blockDim.x) {
+  for (int p = (int)t; p < world; p += (int)blockDim.x)
     srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + ((weft_u64_t)own & 15);
-    if (p != me) weft_op_wait(WEFT_FLAGS_RED_ARRIVED, p, c, "reduce_scatter(ce arrival)");
-  }
   if (t == 0) dsts[0] = recv;
   __syncthreads();
   weft_red_sum_range(srcs, world, dsts, 1, n, dtype, blockIdx.x * (weft_u64_t)blockDim.x + t,

@@ -32,7 +32,8 @@ typedef struct weft_ops {
   int gemm_ws_counters;
   /* reduce_scatter and allreduce (kernels/reduce.cu) */
   struct weft_module *red;
-  struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_signal, *red_ce_reduce;
+  struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_signal, *red_ce_wait,
+      *red_ce_reduce;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   unsigned char *red_stage_buf; /* [local_world][red_stage_slot] symmetric (copy-engine RS) */

@@ -34,6 +34,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
   o->red_ll_slot = (WEFT_ALLREDUCE_LL_MAX_BYTES + 7) / 8 * 16;
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
@@ -91,8 +92,8 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
 
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
  * sender: enter (everyone's staging free), then the copies of this rank's segments to their
- * owners on the side streams, each followed by its arrival signal, while the reduction on the
- * caller's stream waits for the arrivals; the join keeps the caller's stream behind the copies
+ * owners on the side streams, each followed by its arrival signal (a one-thread kernel), while
+ * the caller's stream waits for the arrivals in one block and then reduces; the join keeps the caller's stream behind the copies
  * (they read sendbuf). */
 static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
                                     size_t elem, weft_dtype_t dtype, CUstream stream) {
@@ -117,6 +118,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
       void *sargs[] = {&p};
       WEFT_CHECK(weft_kernel_launch(o->red_ce_signal, &sig, sargs, s));
     }
+    WEFT_CHECK(weft_kernel_launch(o->red_ce_wait, &one, NULL, stream));
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
     cfg.block[0] = RED_THREADS;
     cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
