@@ -20,9 +20,9 @@
 /* Provisional thresholds, to be measured (weft-bench allreduce / reduce_scatter). AllReduce: LL up
  * to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (one-shot reads (world - 1) whole arrays per
  * rank, two-shot moves 2 (world - 1) / world of one; one-shot may win between the two, but cannot
- * run in place, so AUTO leaves it out). ReduceScatter: the copy engines mirror AllGather's
- * measurement: they beat SM stores only with two ranks and large chunks. */
-#define RS_CE_MIN_BYTES_2RANKS (64ull << 20) /* per segment */
+ * run in place, so AUTO leaves it out). ReduceScatter: AUTO takes the SM pull; the copy-engine
+ * form (staged in 16 MiB rounds, each waited for) lost to it on nvidia-h200-x2 (2026-11-23,
+ * 128/256 MB: 175-180 GB/s busbw against the SM pull's 288 at 64 MB and NCCL's 220-229). */
 #define RED_STAGING_DEFAULT (32ull << 20)
 #define RED_THREADS 512
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
@@ -156,8 +156,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   int in_place = recv == send + (size_t)comm->local_rank * seg;
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
-  if (algo == WEFT_ALGO_AUTO)
-    algo = comm->local_world == 2 && seg >= RS_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SM;
+  if (algo == WEFT_ALGO_AUTO) algo = WEFT_ALGO_SM;
   WEFT_CHECK(weft_comm_make_current(comm));
   CUstream s = (CUstream)stream;
   if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
