@@ -252,7 +252,8 @@ typedef enum weft_red_op {
   WEFT_RED_OP_SUM = 0
 } weft_red_op_t;
 
-/* The largest array (bytes, count * element size) weft_allreduce's WEFT_ALGO_LL takes. */
+/* The largest array (bytes) WEFT_ALGO_LL takes: weft_allreduce's count * element size,
+ * weft_reduce_scatter's recvcount * element size. */
 #define WEFT_ALLREDUCE_LL_MAX_BYTES (256u << 10)
 
 /* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, summed in fp32
@@ -264,16 +265,19 @@ typedef enum weft_red_op {
  *
  * ReduceScatter: recvbuf[i] = sum over ranks r of rank r's sendbuf[rank * recvcount + i].
  * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric): peers read it
- * (WEFT_ALGO_SM) or the copy engines push it (WEFT_ALGO_COPY_ENGINE). recvbuf ([recvcount]) is
+ * (WEFT_ALGO_SM), or the copy engines (WEFT_ALGO_COPY_ENGINE) or this rank's kernel
+ * (WEFT_ALGO_LL) push it. recvbuf ([recvcount]) is
  * any device memory; in place when recvbuf == sendbuf + rank * recvcount, else it must not
  * overlap sendbuf.
  * Algorithms: WEFT_ALGO_SM, one kernel that pulls this rank's segment from every rank and
  * reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
  * symmetric staging area (side streams) while a kernel on the caller's stream reduces what
  * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
- * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank).
- * AUTO: SM, except copy engine for two ranks from 64 MiB per segment (provisional thresholds,
- * to be measured). Every rank must pass the same algo and recvcount. */
+ * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank);
+ * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
+ * at most WEFT_ALLREDUCE_LL_MAX_BYTES per segment, no handshake.
+ * AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES per segment, SM above. Every rank must pass the
+ * same algo and recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);

@@ -23,7 +23,8 @@
  *                                                all-gather is fused into the reduction's stores)
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
- *                       LL area (parity of e), then each rank reduces the world slots. No
+ *                       LL area (parity of e), then each rank reduces the world slots (for
+ *                       ReduceScatter, each rank's segment goes to its owner only). No
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
@@ -93,11 +94,14 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
   for (int k = 0; k < 8 && b + k < n; k++) p[b + k] = (unsigned char)(v >> (8 * k));
 }
 
-/* ll: [2 parities][world][ll_slot_bytes] symmetric; slot r holds rank r's lines. The same
- * thread pushes line l (reading send) and later reduces it (writing recv): in place is safe. */
+/* ll: [2 parities][world][ll_slot_bytes] symmetric; slot r holds rank r's lines. AllReduce
+ * (seg_stride 0): every rank gets the whole bytes of send. ReduceScatter: rank p gets the bytes
+ * at send + p * seg_stride (its segment). The same thread pushes line l (reading send) and later
+ * reduces it (writing recv): in place is safe (ReduceScatter's own segment is line l's too). */
 extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
                                        unsigned long long bytes, int dtype, unsigned char *ll,
-                                       unsigned long long ll_slot_bytes) {
+                                       unsigned long long ll_slot_bytes,
+                                       unsigned long long seg_stride) {
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
   unsigned flag = (unsigned)e;
@@ -109,6 +113,7 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
     weft_u64_t v = red_ll_get(send, bytes, l);
     for (int k = 0; k < world; k++) {
       int p = me + k < world ? me + k : me + k - world;
+      if (seg_stride) v = red_ll_get(send + (weft_u64_t)p * seg_stride, bytes, l);
       weft_ll_store16(weft_remote_ptr(mine + l * 16, first + p), (unsigned)v, (unsigned)(v >> 32), flag);
     }
   }

@@ -90,6 +90,21 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
   return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
 }
 
+/* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES) of send: AllReduce with
+ * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart. About 2 lines per thread. */
+static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
+                            size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
+  cfg.block[0] = RED_THREADS;
+  unsigned long long blocks = (lines + 2 * RED_THREADS - 1) / (2 * RED_THREADS);
+  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
+  return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+}
+
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
  * sender: enter (everyone's staging free), then the copies of this rank's segments to their
  * owners on the side streams, each followed by its arrival signal (a one-thread kernel), while
@@ -141,8 +156,9 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
                                   weft_algo_t algo, weft_stream_t stream) {
   size_t elem = 0;
   WEFT_CHECK(red_check(comm, dtype, op, &elem));
-  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM,
-           "algo %d is not one of reduce_scatter's (auto, copy engine, SM)", (int)algo);
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
+                     algo == WEFT_ALGO_LL,
+           "algo %d is not one of reduce_scatter's (auto, copy engine, SM, LL)", (int)algo);
   if (recvcount == 0) return WEFT_STATUS_SUCCESS;
   WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
   WEFT_ARG(comm, recvcount <= SIZE_MAX / elem / (size_t)comm->world, "recvcount %zu overflows", recvcount);
@@ -156,10 +172,13 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   int in_place = recv == send + (size_t)comm->local_rank * seg;
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
-  if (algo == WEFT_ALGO_AUTO) algo = WEFT_ALGO_SM;
+  if (algo == WEFT_ALGO_AUTO) algo = seg <= WEFT_ALLREDUCE_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= WEFT_ALLREDUCE_LL_MAX_BYTES,
+           "WEFT_ALGO_LL takes at most %u bytes per segment, not %zu", WEFT_ALLREDUCE_LL_MAX_BYTES, seg);
   WEFT_CHECK(weft_comm_make_current(comm));
   CUstream s = (CUstream)stream;
   if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
+  if (algo == WEFT_ALGO_LL) return red_ll(comm, send, recv, seg, seg, dtype, s);
   return red_pull(comm, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }
 
@@ -197,7 +216,6 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
            "written (use two-shot or LL)");
   WEFT_CHECK(weft_comm_make_current(comm));
   CUstream s = (CUstream)stream;
-  weft_ops_t *o = &comm->ops;
   if (algo == WEFT_ALGO_SM) return red_pull(comm, send, recv, count, elem, dtype, 0, s);
   if (algo == WEFT_ALGO_TWO_SHOT) {
     /* This rank's 1/world, in multiples of 8 elements so that aligned arrays stay aligned. */
@@ -208,13 +226,5 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     size_t n = count - lo < per ? count - lo : per;
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
-  /* LL: about 2 lines per thread */
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
-  unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot;
-  cfg.block[0] = RED_THREADS;
-  unsigned long long blocks = (lines + 2 * RED_THREADS - 1) / (2 * RED_THREADS);
-  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
-  int dt = (int)dtype;
-  void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot};
-  return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+  return red_ll(comm, send, recv, bytes, 0, dtype, s);
 }

@@ -108,8 +108,8 @@ int main(void) {
   expect("allreduce of 0 elements",
          weft_allreduce(comm, NULL, NULL, 0, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
          WEFT_STATUS_SUCCESS);
-  expect("reduce_scatter by LL",
-         weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_LL, NULL),
+  expect("reduce_scatter by two-shot",
+         weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_TWO_SHOT, NULL),
          WEFT_STATUS_INVALID_ARGUMENT);
   expect("reduce_scatter sendbuf from cuMemAlloc",
          weft_reduce_scatter(comm, (void *)plain, a, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),

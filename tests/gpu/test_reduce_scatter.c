@@ -1,7 +1,7 @@
 /*
  * test_reduce_scatter.c — weft_reduce_scatter (sum) against a float64 reference and NCCL's
  * ncclReduceScatter on the same inputs (reduce_test.h gives the bounds): every algorithm (SM,
- * copy engine, auto), fp16 / bf16 / fp32, totals from world to 64M elements including odd
+ * copy engine, LL where a segment fits, auto), fp16 / bf16 / fp32, totals from world to 64M elements including odd
  * counts, odd element offsets of both buffers, a recvbuf outside the symmetric heap, in place
  * (recvbuf = this rank's segment of sendbuf), guard zones around the output, copy-engine calls
  * of many rounds (the staging area is made small), CUDA-graph capture and replay, and 1,000
@@ -14,8 +14,14 @@
 #define MAX_TOTAL (64ull << 20) /* elements of sendbuf */
 #define GUARD 256               /* bytes poisoned on each side of the output */
 
-static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_AUTO};
-static const char *anames[] = {"SM", "copy engine", "auto"};
+/* LL last: the graph and straggler blocks take the first three (AUTO is LL on their fp16/bf16
+ * calls); LL runs where a segment fits (WEFT_ALLREDUCE_LL_MAX_BYTES). */
+static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_AUTO, WEFT_ALGO_LL};
+static const char *anames[] = {"SM", "copy engine", "auto", "LL"};
+#define NALGOS 4
+static int algo_takes(weft_algo_t a, size_t seg_bytes) {
+  return a != WEFT_ALGO_LL || seg_bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES;
+}
 static const weft_dtype_t dts[] = {WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32};
 
 static char *sendb, *recvb; /* symmetric sendbuf; recvbuf outside the heap */
@@ -61,7 +67,8 @@ int main(void) {
       size_t soff = odd ? 1 + test_rand(&x) % 63 : 0, roff = GUARD / elem + (odd ? 1 + test_rand(&x) % 63 : 0);
       char *send = sendb + soff * elem, *recv = recvb + roff * elem;
       size_t bytes = n * elem;
-      for (int a = 0; a < 3; a++) {
+      for (int a = 0; a < NALGOS; a++) {
+        if (!algo_takes(algos[a], bytes)) continue;
         CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
         call++;
         rt_fill(&t, send, n * (size_t)world, dt, me, call, 0, s);
@@ -97,9 +104,10 @@ int main(void) {
     const size_t counts[] = {1, 4099, 300007, 1500001};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-      for (int a = 0; a < 3; a++) {
+      for (int a = 0; a < NALGOS; a++) {
         weft_dtype_t dt = WEFT_DTYPE_FP32;
         size_t n = counts[i];
+        if (!algo_takes(algos[a], n * 4)) continue;
         char *send = sendb + 4 * 5;
         rt_fill(&t, send, n * (size_t)world, dt, me, ++call, 0, s);
         char *mine = send + (size_t)me * n * 4;
