@@ -108,8 +108,8 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
  * sender: enter (everyone's staging free), then the copies of this rank's segments to their
  * owners on the side streams, each followed by its arrival signal (a one-thread kernel), while
- * the caller's stream waits for the arrivals in one block and then reduces; the join keeps the caller's stream behind the copies
- * (they read sendbuf). */
+ * the caller's stream waits for the arrivals in one block and then reduces; the join keeps the
+ * caller's stream behind the copies (they read sendbuf). */
 static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
                                     size_t elem, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
