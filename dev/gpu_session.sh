@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU-machine session in one call: build, every test (CPU and GPU), then the benchmark suites,
 # logs under $OUT (or ./gpu-logs), a short summary last. Used through the device tool:
-#   bash dev/gpu_session.sh [ctest regex] [bench suites...]
+#   [WEFT_TEST_BUDGET=s] [WEFT_BENCH_TIMEOUT=s] [WEFT_PEERS=1] bash dev/gpu_session.sh [ctest regex] [bench suites...]
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
@@ -39,6 +39,16 @@ for s in $suites; do
     [ "$n" -eq 2 ] && break
   done
 done
+# WEFT_PEERS=1: the torch async-TP peer column (bench/peers) at every GPU count the suites used.
+if [ "${WEFT_PEERS:-0}" = 1 ]; then
+  for n in $(printf '%s\n' "$ngpu" 2 | sort -un); do
+    [ "$n" -ge 2 ] && [ "$n" -le "$ngpu" ] || continue
+    PYTHONUNBUFFERED=1 timeout -k 5 "${WEFT_BENCH_TIMEOUT:-150}" python3 -m torch.distributed.run \
+      --standalone --nproc-per-node "$n" bench/peers/torch_async_tp.py -J "$out/torch_np$n.json" \
+      > "$out/bench_torch_np$n.log" 2>&1
+    echo "bench torch np$n rc=$?" >> "$out/bench_rc.txt"
+  done
+fi
 t3=$(date +%s)
 echo "==== failed/skipped tests"
 grep -E "Test +#[0-9]+:" "$out/ctest.log" | grep -v " Passed" | head -40
