@@ -242,7 +242,14 @@ typedef enum weft_algo {
 
 /* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
  * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
- * possibly recvbuf + rank * count (in place). Any count, any alignment. */
+ * possibly recvbuf + rank * count (in place). Any count, any alignment.
+ * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES per rank), WEFT_ALGO_SM (every
+ * rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull when in
+ * place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
+ * without a full-bandwidth link to every peer). AUTO: LL up to its limit; above it the ring
+ * where the node's GPU pairs differ in CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh
+ * overrides; equal on every rank), else SM, or the copy engines for two ranks from 64 MiB per
+ * rank. Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                       weft_stream_t stream);

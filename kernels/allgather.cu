@@ -11,6 +11,11 @@
  *                                 sends slice b / world of this rank's chunk to rank b % world
  *                                 once that rank is ready, then counts it in the receiver's done
  *                                 flag; then waits for rank b % world's slices to it.
+ *   weft_ag_ring                  ring, for GPUs without a full-bandwidth link to every peer:
+ *                                 world - 1 steps; at step s each rank forwards chunk
+ *                                 (rank - s) mod world to its right neighbour (step 0 from
+ *                                 send, later from recv, where the left neighbour put it at
+ *                                 step s - 1), slices counted in the receiver's ring flag.
  *   weft_ag_ll                    LL push for small chunks: data and epoch flag in each 16-byte
  *                                 line, into a double-buffered LL area (parity of e); no
  *                                 handshake at all.
@@ -65,6 +70,46 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
     weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * AG_UNITS, "allgather(sm)");
     weft_epoch_finish(AG_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_AG_SM, c);
+  }
+}
+
+/* grid = slices blocks (a power of two <= AG_UNITS), each one slice of every chunk. The right
+ * neighbour is written only once it is ready for epoch e (its recv is free), every chunk once
+ * per call; the left neighbour's count reaches base + s * AG_UNITS when all its slices of step
+ * s - 1 landed here, base counting the earlier ring calls' (world - 1) * AG_UNITS. */
+extern "C" __global__ void weft_ag_ring(const char *send, char *recv, unsigned long long bytes) {
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  int right = me + 1 < world ? me + 1 : 0, left = me > 0 ? me - 1 : world - 1;
+  int slices = gridDim.x, slice = blockIdx.x;
+  weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_RING);
+  weft_u64_t base = (c - 1) * (weft_u64_t)(world - 1) * AG_UNITS;
+  if (blockIdx.x == 0 && threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_READY, e);
+  /* Slices are 4 KiB multiples so that aligned buffers stay aligned slice by slice. */
+  unsigned long long per = ((bytes + slices - 1) / slices + 4095) & ~4095ull, off = per * slice;
+  unsigned long long n = off < bytes ? (bytes - off < per ? bytes - off : per) : 0;
+  if (n && send != recv + (unsigned long long)me * bytes) /* own chunk (unless in place) */
+    weft_copy_group(recv + (unsigned long long)me * bytes + off, send + off, n, threadIdx.x, blockDim.x);
+  if (threadIdx.x == 0) weft_op_wait(WEFT_FLAGS_AG_READY, right, e, "allgather(ring ready)");
+  weft_u64_t *count = weft_op_flags(WEFT_FLAGS_AG_RING) + me;
+  for (int s = 0; s + 1 < world; s++) {
+    int q = me - s >= 0 ? me - s : me - s + world;
+    if (s > 0 && threadIdx.x == 0)
+      weft_op_wait(WEFT_FLAGS_AG_RING, left, base + (weft_u64_t)s * AG_UNITS, "allgather(ring)");
+    __syncthreads(); /* (the wait's acquire covers the block's reads of chunk q) */
+    const char *src = s == 0 ? send + off : recv + (unsigned long long)q * bytes + off;
+    if (n)
+      weft_copy_group((char *)weft_remote_ptr(recv + (unsigned long long)q * bytes + off, first + right),
+                      src, n, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      weft_fence(); /* the block's stores (seen through the barrier) before the count */
+      weft_red_release((weft_u64_t *)weft_remote_ptr(count, first + right), AG_UNITS / slices);
+    }
+  }
+  if (threadIdx.x == 0) {
+    weft_op_wait(WEFT_FLAGS_AG_RING, left, base + (weft_u64_t)(world - 1) * AG_UNITS, "allgather(ring)");
+    weft_epoch_finish(AG_SLOT, e);
+    weft_epoch_finish(WEFT_EPOCH_AG_RING, c);
   }
 }
 

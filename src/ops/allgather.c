@@ -16,6 +16,7 @@
  * 340 GB/s bus bandwidth at 128 MiB per rank, 291 against 311 at 32 MiB). */
 #define AG_CE_MIN_BYTES_2RANKS (64ull << 20)
 #define AG_THREADS_SM 512
+#define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
@@ -25,6 +26,7 @@ weft_status_t weft_allgather_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_exit", &o->ag_exit));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_sm", &o->ag_sm));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ll", &o->ag_ll));
+  WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ring", &o->ag_ring));
   /* LL lines carry 8 payload bytes in 16; two areas by epoch parity. */
   o->ag_ll_slot = (WEFT_ALLGATHER_LL_MAX_BYTES + 7) / 8 * 16;
   return weft_malloc(comm, 2 * (size_t)comm->local_world * o->ag_ll_slot, (void **)&o->ag_ll_buf);
@@ -84,8 +86,8 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   size_t elem = weft_dtype_size(dtype);
   WEFT_ARG(comm, elem, "dtype %d is not a weft_dtype_t", (int)dtype);
   WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
-                     algo == WEFT_ALGO_LL,
-           "algo %d is not one of allgather's (auto, copy engine, SM, LL)", (int)algo);
+                     algo == WEFT_ALGO_LL || algo == WEFT_ALGO_RING,
+           "algo %d is not one of allgather's (auto, copy engine, SM, LL, ring)", (int)algo);
   if (count == 0) return WEFT_STATUS_SUCCESS;
   WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
   WEFT_ARG(comm, count <= SIZE_MAX / elem / (size_t)comm->world, "count %zu overflows", count);
@@ -96,9 +98,11 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* Measured on H200 x4 / x2 (bench/results): LL wins up to its limit; above it SM stores beat
    * the copy engines once three or more GPUs push at once (copy-engine pushes from every GPU
    * to every peer reached only ~210 GB/s bus bandwidth at 4 ranks against ~340 for SMs), while
-   * two GPUs' engines reach ~350. */
+   * two GPUs' engines reach ~350. Where the pairs' links differ (comm.h, uniform_links) the
+   * ring above LL's limit: each GPU then uses only the links to its two neighbours. */
   if (algo == WEFT_ALGO_AUTO)
     algo = bytes <= WEFT_ALLGATHER_LL_MAX_BYTES                       ? WEFT_ALGO_LL
+           : !comm->uniform_links                                      ? WEFT_ALGO_RING
            : comm->local_world == 2 && bytes >= AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
                                                                       : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLGATHER_LL_MAX_BYTES,
@@ -112,15 +116,21 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
 
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned max_slices = pow2_floor((unsigned long long)o->sms / (unsigned)comm->local_world);
-  if (max_slices > 32) max_slices = 32;
+  if (max_slices > AG_MAX_SLICES) max_slices = AG_MAX_SLICES;
   unsigned long long n = bytes;
-  if (algo == WEFT_ALGO_SM) {
-    /* about 256 KiB per block, at most one block per SM */
+  if (algo == WEFT_ALGO_SM || algo == WEFT_ALGO_RING) {
+    /* about 256 KiB per block; SM: world blocks per slice, at most one block per SM */
     cfg.block[0] = AG_THREADS_SM;
     unsigned slices = pow2_floor(bytes / (256u << 10) ? bytes / (256u << 10) : 1);
-    cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
+    if (algo == WEFT_ALGO_RING) { /* one block per slice */
+      unsigned cap = pow2_floor((unsigned long long)o->sms);
+      if (cap > AG_MAX_SLICES) cap = AG_MAX_SLICES;
+      cfg.grid[0] = slices < cap ? slices : cap;
+    } else {
+      cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
+    }
     void *args[] = {(void *)&send, &recv, &n};
-    return weft_kernel_launch(o->ag_sm, &cfg, args, stream);
+    return weft_kernel_launch(algo == WEFT_ALGO_RING ? o->ag_ring : o->ag_sm, &cfg, args, stream);
   }
   /* LL: about 2 lines per thread */
   unsigned long long lines = (bytes + 7) / 8;

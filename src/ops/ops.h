@@ -20,7 +20,7 @@ struct weft_gemm_kernel;
 typedef struct weft_ops {
   /* allgather */
   struct weft_module *ag;
-  struct weft_kernel *ag_enter, *ag_exit, *ag_sm, *ag_ll;
+  struct weft_kernel *ag_enter, *ag_exit, *ag_sm, *ag_ll, *ag_ring;
   unsigned char *ag_ll_buf; /* [2][local_world][ag_ll_slot] symmetric */
   size_t ag_ll_slot;
   /* gemm: the specialisations loaded so far, and the split-K scratch */

@@ -150,6 +150,26 @@ static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all
                       "GPUs %d and %d lack native peer-to-peer atomics (NVLink needed)",
                       comm->device_ordinal, all[comm->node_first_rank + l].device_ordinal);
   }
+  /* The link classes of every pair, the same list on every rank (WEFT_TOPOLOGY=ring|mesh
+   * overrides, e.g. to measure the ring on a full mesh). */
+  int first = -1;
+  comm->uniform_links = 1;
+  for (int a = 0; a < comm->local_world; a++)
+    for (int b = a + 1; b < comm->local_world; b++) {
+      CUdevice da, db;
+      int rank = 0;
+      WEFT_CU(comm, cuDeviceGet(&da, all[comm->node_first_rank + a].device_ordinal));
+      WEFT_CU(comm, cuDeviceGet(&db, all[comm->node_first_rank + b].device_ordinal));
+      if (da == db) continue; /* (two ranks on one GPU: tests) */
+      WEFT_CU(comm, cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, da, db));
+      if (first < 0) first = rank;
+      if (rank != first) comm->uniform_links = 0;
+    }
+  const char *topo = getenv("WEFT_TOPOLOGY");
+  if (topo && !strcmp(topo, "ring")) comm->uniform_links = 0;
+  else if (topo && !strcmp(topo, "mesh")) comm->uniform_links = 1;
+  else if (topo && *topo)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_TOPOLOGY=%s: ring or mesh", topo);
   return WEFT_STATUS_SUCCESS;
 }
 

@@ -22,6 +22,10 @@ struct weft_comm {
   CUdevice device;
   CUcontext context;        /* the device's primary context */
   uint64_t timeout_ns;
+  /* Every pair of this node's GPUs has the same CUDA P2P performance rank (NVSwitch, or one
+   * link class everywhere); else the collectives' AUTO takes neighbour-only (ring) forms. The
+   * same on every rank: computed from the whole node's device list. */
+  int uniform_links;
 
   weft_heap_t heap;
 

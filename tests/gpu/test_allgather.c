@@ -1,5 +1,5 @@
 /*
- * test_allgather.c — weft_allgather bit for bit: every algorithm (copy engine, SM, LL, auto),
+ * test_allgather.c — weft_allgather bit for bit: every algorithm (copy engine, SM, LL, ring, auto),
  * sizes from 1 element to 256 MB in total including odd ones, odd offsets of both buffers,
  * in place, every dtype's element size, CUDA-graph capture and replay, and 1,000 back-to-back
  * calls with random per-rank delays and no host synchronisation. Data is a function of (rank,
@@ -73,8 +73,10 @@ int main(void) {
   unsigned call = 0;
   int fails = 0;
   unsigned long long x = (seed / 1000003ull) | 1; /* same on every rank: sizes agree */
-  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_LL, WEFT_ALGO_AUTO};
-  const char *anames[] = {"copy engine", "SM", "LL", "auto"};
+  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_LL, WEFT_ALGO_RING,
+                               WEFT_ALGO_AUTO};
+  const char *anames[] = {"copy engine", "SM", "LL", "ring", "auto"};
+  enum { NALGOS = 5 };
   const weft_dtype_t dts[] = {WEFT_DTYPE_UINT8, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_DTYPE_FP64};
 
   /* Sizes: powers of 4 from 4 B to 256 MB in total, plus odd ones; each with every algorithm
@@ -87,7 +89,7 @@ int main(void) {
       if (odd) per = per + 1 + test_rand(&x) % 7;
       if (per == 0) per = 1;
       size_t roff = odd ? (test_rand(&x) % 64) * elem : 0, soff = odd ? 1 + test_rand(&x) % 63 : 0;
-      for (int a = 0; a < 4; a++) {
+      for (int a = 0; a < NALGOS; a++) {
         if (algos[a] == WEFT_ALGO_LL && per * elem > WEFT_ALLGATHER_LL_MAX_BYTES) continue;
         if (per * elem * world + roff > total_max + 4096) continue;
         unsigned long long before = 0, after = 0;
@@ -106,7 +108,7 @@ int main(void) {
   printf("[%d] sizes 4 B .. 256 MB, every algorithm: %s\n", me, fails ? "FAILED" : "ok");
 
   /* In place: my chunk already at recv + rank * bytes. */
-  for (int a = 0; a < 4; a++) {
+  for (int a = 0; a < NALGOS; a++) {
     size_t per = 40000 + 3;
     unsigned char *mine = recv + (size_t)me * per;
     one(recv, mine, per, WEFT_DTYPE_UINT8, algos[a], ++call, s);
@@ -116,7 +118,7 @@ int main(void) {
   CU(cuMemcpyDtoH(&w, wrong, 8));
   if (w) fails++, printf("[%d] FAIL in place: %llu wrong\n", me, w);
 
-  /* Graph: capture 3 calls (one per algorithm) with their fill and check, replay 20 times.
+  /* Graph: capture 4 calls (one per explicit algorithm) with their fill and check, replay 20 times.
    * Every replay runs new epochs from device memory; the call number is baked in, so the
    * check still holds. */
   {
@@ -124,7 +126,7 @@ int main(void) {
     CUgraphExec ge;
     size_t per = 5000;
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < NALGOS - 1; a++)
       one(recv, (unsigned char *)(uintptr_t)sendd, per, WEFT_DTYPE_FP32, algos[a], ++call, s);
     CU(cuStreamEndCapture(s, &g));
     CU(cuGraphInstantiateWithFlags(&ge, g, 0));
@@ -142,7 +144,7 @@ int main(void) {
     uint64_t t0 = weft_now_ns();
     for (int i = 0; i < 1000; i++) {
       size_t per = 1 + test_rand(&x) % 20000;
-      weft_algo_t a = algos[test_rand(&x) % 4];
+      weft_algo_t a = algos[test_rand(&x) % NALGOS];
       usleep((useconds_t)(test_rand(&y) % 1000));
       unsigned long long ns = test_rand(&y) % 30000;
       void *da[] = {&ns};
