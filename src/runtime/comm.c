@@ -131,12 +131,13 @@ static weft_status_t open_device(weft_comm_t *comm, int device) {
 }
 
 static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all) {
+  CUdevice dev[WEFT_MAX_LOCAL_RANKS]; /* the node's GPUs, by local rank */
+  for (int l = 0; l < comm->local_world; l++)
+    WEFT_CU(comm, cuDeviceGet(&dev[l], all[comm->node_first_rank + l].device_ordinal));
   for (int l = 0; l < comm->local_world; l++) {
     if (l == comm->local_rank) continue;
-    CUdevice peer;
     int can = 0, atomics = 0;
-    WEFT_CU(comm, cuDeviceGet(&peer, all[comm->node_first_rank + l].device_ordinal));
-    WEFT_CU(comm, cuDeviceCanAccessPeer(&can, comm->device, peer));
+    WEFT_CU(comm, cuDeviceCanAccessPeer(&can, comm->device, dev[l]));
     if (!can)
       return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                       "GPU %d cannot access GPU %d (rank %d) peer to peer", comm->device_ordinal,
@@ -144,7 +145,7 @@ static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all
     /* Signals are .sys atomics on peer memory: without native P2P atomics (PCIe boxes) they
      * would silently lose updates, so refuse instead. */
     WEFT_CU(comm, cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
-                                          comm->device, peer));
+                                          comm->device, dev[l]));
     if (!atomics)
       return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                       "GPUs %d and %d lack native peer-to-peer atomics (NVLink needed)",
@@ -156,12 +157,9 @@ static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all
   comm->uniform_links = 1;
   for (int a = 0; a < comm->local_world; a++)
     for (int b = a + 1; b < comm->local_world; b++) {
-      CUdevice da, db;
       int rank = 0;
-      WEFT_CU(comm, cuDeviceGet(&da, all[comm->node_first_rank + a].device_ordinal));
-      WEFT_CU(comm, cuDeviceGet(&db, all[comm->node_first_rank + b].device_ordinal));
-      if (da == db) continue; /* (two ranks on one GPU: tests) */
-      WEFT_CU(comm, cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, da, db));
+      if (dev[a] == dev[b]) continue; /* (two ranks on one GPU: tests) */
+      WEFT_CU(comm, cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, dev[a], dev[b]));
       if (first < 0) first = rank;
       if (rank != first) comm->uniform_links = 0;
     }

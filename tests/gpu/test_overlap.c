@@ -14,7 +14,6 @@
  */
 // weft-test: ranks=2,4 timeout=900
 #include <math.h>
-#include <time.h>
 
 #include "gpu_test.h"
 #include "gemm_test.h"
@@ -240,9 +239,7 @@ static void step(const tcase_t *t, const char *what) {
   if (!trace) return;
   char d[160];
   describe(t, d, sizeof d);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  fprintf(stderr, "[%d] %ld.%03ld %s: %s\n", me, (long)ts.tv_sec, ts.tv_nsec / 1000000, d, what);
+  fprintf(stderr, "[%d] %.3f s %s: %s\n", me, (double)weft_now_ns() / 1e9, d, what);
 }
 
 static void one(tcase_t t) {
