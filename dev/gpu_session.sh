@@ -2,6 +2,8 @@
 # One GPU-machine session in one call: build, every test (CPU and GPU), then the benchmark suites,
 # logs under $OUT (or ./gpu-logs), a short summary last. Used through the device tool:
 #   [WEFT_TEST_BUDGET=s] [WEFT_BENCH_TIMEOUT=s] [WEFT_PEERS=1] bash dev/gpu_session.sh [ctest regex] [bench suites...]
+# A suite may carry weft-bench arguments after commas: "allgather,-a,ring" runs
+# `weft-bench allgather -a ring` (logs named bench_allgather--a-ring_np<n>).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
@@ -30,12 +32,14 @@ fi
 # WEFT_TEST_BUDGET (s, default 330) bounds the whole ctest run so that the benchmarks still get time.
 (cd build && timeout "${WEFT_TEST_BUDGET:-330}" ctest -V -R "$regex" -j 1) > "$out/ctest.log" 2>&1
 t2=$(date +%s)
-for s in $suites; do
+for spec in $suites; do
+  IFS=, read -r -a args <<< "$spec"
+  s=$(printf '%s' "$spec" | tr -d ' ' | tr , '\n' | paste -sd- | tr -d -c 'A-Za-z0-9_.-')
   for n in $ngpu 2; do
     [ "$n" -ge 2 ] || continue
-    timeout "${WEFT_BENCH_TIMEOUT:-150}" build/tools/weftrun -n "$n" build/tools/weft-bench "$s" -J "$out/bench_${s}_np$n.json" \
+    timeout "${WEFT_BENCH_TIMEOUT:-150}" build/tools/weftrun -n "$n" build/tools/weft-bench "${args[@]}" -J "$out/bench_${s}_np$n.json" \
       > "$out/bench_${s}_np$n.log" 2>&1
-    echo "bench $s np$n rc=$?" >> "$out/bench_rc.txt"
+    echo "bench $spec np$n rc=$?" >> "$out/bench_rc.txt"
     [ "$n" -eq 2 ] && break
   done
 done
