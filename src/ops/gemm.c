@@ -74,6 +74,13 @@ size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
          16 * (size_t)c->stages + 16 + 1024;
 }
 
+uint64_t weft_gemm_notify_units(const weft_gemm_problem_t *p, const weft_gemm_config_t *c) {
+  int tiles_n = (p->n + c->bn - 1) / c->bn;
+  if (c->bm == 128) return (uint64_t)tiles_n; /* one warpgroup per 64-row half, full width */
+  /* BM = 64: one warpgroup per BN/2-column half, none for a half wholly past n */
+  return (uint64_t)tiles_n + (uint64_t)(tiles_n - 1) + ((tiles_n - 1) * c->bn + c->bn / 2 < p->n);
+}
+
 /* Whether C can take TMA stores: a 16-byte-multiple row stride and row (16-byte alignment the
  * checks require of every pointer). A row of n elements that ends inside a 16-byte unit is not
  * enough: the TMA store writes the whole unit (measured on H100: fp32 C with n = 26 and ldc = 28

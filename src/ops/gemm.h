@@ -68,6 +68,11 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cf
 #define WEFT_GEMM_MAX_SMEM 232448
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
 
+/* What a HOOK_NOTIFY kernel of cfg adds, over all tile columns, for one row of 64-row sub-tiles
+ * (kernels/gemm.cu, param 13): a counter of r rows (r a multiple of 64) is complete once it
+ * reaches units * ceil(its rows / 64). */
+uint64_t weft_gemm_notify_units(const weft_gemm_problem_t *p, const weft_gemm_config_t *cfg);
+
 /* Launches C = A op(B) on stream. cfg NULL: weft_gemm_config_choose; hooks NULL: none. The
  * problem must have passed weft_gemm_problem_check. Compiles and loads the specialisation on
  * first use (thread-safe). */
@@ -85,8 +90,9 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
 /* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages; c, which must not overlap the workspace, holds all m
- * rows when c_all_rows, else m / world); the enqueue runs the form that algo asks for (AUTO:
- * by size) into c, [m / world, n] contiguous. */
+ * rows when c_all_rows, else m / world; c_all_rows, i.e. weft_gemm_ar, also takes WEFT_ALGO_SM);
+ * the enqueue runs the form that algo asks for (AUTO: by size) into c, [m / world, n]
+ * contiguous. */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  const void *c, const void *workspace, int m, int n, int k,
                                  weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,

@@ -1,14 +1,88 @@
 /*
- * gemm_ar.c — weft_gemm_ar, GEMM + AllReduce (weft.h), built from the GEMM + ReduceScatter of
- * gemm_rs.c and the collectives: a two-shot AllReduce whose ReduceScatter half hides behind the
- * GEMM (each rank's reduced rows land in its rows of the symmetric c), followed by an AllGather of
- * those rows in place (m a multiple of world); or, sequentially, the GEMM into the workspace and weft_allreduce. Shapes:
- * a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric.
+ * gemm_ar.c — weft_gemm_ar, GEMM + AllReduce (weft.h). Three forms:
+ *   SM (AUTO): the GEMM on most SMs writes its partial product into the workspace and counts each
+ *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
+ *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
+ *     block and stores the sum into every rank's c). Any m.
+ *   copy engine (m a multiple of world): gemm_rs.c's GEMM + ReduceScatter into this rank's rows of
+ *     c, then an AllGather of those rows in place.
+ *   sequential: the GEMM into the workspace, then weft_allreduce.
+ * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
+ * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.
+ *
+ * One SM-form call, on the caller's stream and side stream 0: this rank's row counters back to 0
+ * (no peer reads them now: every peer finished the previous call before this rank did); fork;
+ * the GEMM (HOOK_NOTIFY with .sys release, SM budget) on the caller's stream, the consumer on the
+ * side stream; join. The consumer's handshake (ready / done epochs) is in kernels/gemm_ar.cu; its
+ * waits are bounded, the GEMM waits for nothing.
  */
 #include "ops.h"
 
+#include <string.h>
+
+#include "../jit/jit.h"
 #include "../runtime/comm.h"
+#include "../runtime/loader.h"
 #include "gemm.h"
+
+#define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
+#define GEMM_AR_THREADS 512
+#define GEMM_AR_PIECE_BYTES (64u << 10) /* a consumer block's unit of work */
+
+weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_ar.cu", NULL, 0, &o->gemm_ar));
+  WEFT_CHECK(weft_module_get_kernel(o->gemm_ar, "weft_gemm_ar_reduce", &o->gemm_ar_reduce));
+  o->gemm_ar_counters = GEMM_AR_COUNTERS;
+  WEFT_CHECK(weft_malloc(comm, GEMM_AR_COUNTERS * sizeof(uint64_t), (void **)&o->gemm_ar_ctr));
+  WEFT_CU(comm, cuMemsetD8((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr, 0, GEMM_AR_COUNTERS * sizeof(uint64_t)));
+  return WEFT_STATUS_SUCCESS;
+}
+
+void weft_gemm_ar_destroy(weft_comm_t *comm) {
+  if (comm->ops.gemm_ar) weft_module_unload(comm->ops.gemm_ar); /* the counters go with the heap */
+}
+
+/* The SM form (file comment). */
+static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                const void *b, void *c, void *ws, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  int world = comm->local_world;
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  size_t es = weft_dtype_size(p->out), bytes = (size_t)p->m * (size_t)p->n * es;
+  /* rows per counter: 64, or the multiple of 64 that keeps the counters within the array */
+  int blocks64 = (p->m + 63) / 64;
+  int rows = 64 * ((blocks64 + o->gemm_ar_counters - 1) / o->gemm_ar_counters);
+  int counters = (p->m + rows - 1) / rows;
+  double flops = 2.0 * p->m * (double)p->n * p->k;
+  double hbm = 2.0 * ((double)p->m * p->k + (double)p->n * p->k) + (double)bytes;
+  int g = weft_ops_comm_sms(o->sms, o->comm_sms, p->m, p->n, cfg.bm, cfg.bn, flops, hbm,
+                            (double)bytes * (world - 1) / world);
+
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  h.notify_counters = o->gemm_ar_ctr;
+  h.notify_rows = rows;
+  h.notify_sys = 1;
+  h.sms = o->sms - g;
+  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the consumer waits for it */
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr, 0,
+                                (size_t)counters * sizeof(uint64_t), stream));
+  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
+
+  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+  lc.grid[0] = (unsigned)g;
+  lc.block[0] = GEMM_AR_THREADS;
+  const char *partial = ws;
+  int m = p->m, dt = (int)p->out;
+  unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
+  unsigned long long piece = GEMM_AR_PIECE_BYTES / es; /* a multiple of 16 bytes */
+  void *args[] = {(void *)&partial, &c, &m, &n, &dt, &o->gemm_ar_ctr, &rows, &units, &piece};
+  WEFT_CHECK(weft_kernel_launch(o->gemm_ar_reduce, &lc, args, (weft_stream_t)o->side[0]));
+  return weft_ops_join1(comm, stream);
+}
 
 weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                            void *c, void *workspace, int m, int n, int k, weft_dtype_t in,
@@ -23,8 +97,10 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, count * es),
            "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, count * es);
   WEFT_CHECK(weft_comm_make_current(comm));
-  algo = weft_ops_overlap_algo(algo, m, world);
-  if (algo == WEFT_ALGO_SEQUENTIAL || k == 0 || m % world) {
+  if (algo == WEFT_ALGO_AUTO) algo = world > 1 ? WEFT_ALGO_SM : WEFT_ALGO_SEQUENTIAL;
+  if (k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
+  if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, &p, a, b, c, workspace, (CUstream)stream);
+  if (algo == WEFT_ALGO_SEQUENTIAL || m % world) {
     WEFT_CHECK(weft_gemm_launch(comm, &p, NULL, NULL, a, b, workspace, (CUstream)stream));
     return weft_allreduce(comm, workspace, c, count, out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, stream);
   }

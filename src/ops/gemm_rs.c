@@ -87,8 +87,10 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
-  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SEQUENTIAL,
-           "algo %d is not one of %s's (auto, copy engine, sequential)", (int)algo, op);
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SEQUENTIAL ||
+                     (c_all_rows && algo == WEFT_ALGO_SM),
+           "algo %d is not one of %s's (auto, %scopy engine, sequential)", (int)algo, op,
+           c_all_rows ? "SM, " : "");
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "%s runs over the ranks of one node (world %d, %d on this node)", op,
@@ -120,13 +122,12 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
   /* Counters of nr rows: one per segment when segments are whole 64-row sub-tiles, else one per
-   * 64-row block (a sender then waits for the blocks its segment touches). The kernel adds 1 per
-   * stored 64-row sub-tile on counter[first row / nr]; with 128-row tiles every sub-tile starts
-   * at a multiple of 64, once per tile column. */
+   * 64-row block (a sender then waits for the blocks its segment touches). Every sub-tile starts
+   * at a multiple of 64 rows; a row of them adds `units` (weft_gemm_notify_units). */
   int nr = seg_rows % 64 == 0 ? seg_rows : 64, counters = (p->m + nr - 1) / nr;
-  *done = cfg.bm == 128 && (!cfg.splitk || cfg.k_splits == 1) && counters <= o->gemm_rs_counters;
+  *done = (!cfg.splitk || cfg.k_splits == 1) && counters <= o->gemm_rs_counters;
   if (!*done) return WEFT_STATUS_SUCCESS;
-  int tiles_n = (p->n + cfg.bn - 1) / cfg.bn;
+  uint64_t units = weft_gemm_notify_units(p, &cfg);
   size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
   char *staging = ws + part;
@@ -146,7 +147,7 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
     long long r0 = (long long)q * seg_rows, r1 = r0 + seg_rows;
     for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
       long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
-      uint64_t target = (uint64_t)tiles_n * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
+      uint64_t target = units * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
       WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
                                         CU_STREAM_WAIT_VALUE_GEQ));
     }

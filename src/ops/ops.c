@@ -17,6 +17,7 @@ static const struct {
     {"reduce", weft_reduce_init, weft_reduce_destroy},
     {"ag_gemm", weft_ag_gemm_init, weft_ag_gemm_destroy},
     {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy},
+    {"gemm_ar", weft_gemm_ar_init, weft_gemm_ar_destroy},
     {"alltoall", weft_alltoall_init, weft_alltoall_destroy},
 };
 
@@ -28,6 +29,11 @@ size_t weft_dtype_size(weft_dtype_t dtype) {
 weft_status_t weft_ops_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   WEFT_CU(comm, cuDeviceGetAttribute(&o->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
+  uint64_t comm_sms;
+  if (!weft_env_u64("WEFT_COMM_SMS", 0, false, &comm_sms) || comm_sms >= (uint64_t)o->sms)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "WEFT_COMM_SMS must be a number of SMs below the device's %d", o->sms);
+  o->comm_sms = (int)comm_sms;
   WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
   for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
     WEFT_CU(comm, cuStreamCreate(&o->side[i], CU_STREAM_NON_BLOCKING));
@@ -51,6 +57,34 @@ weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream) {
   WEFT_CU(comm, cuEventRecord(comm->ops.join[0], comm->ops.side[0]));
   WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join[0], 0));
   return WEFT_STATUS_SUCCESS;
+}
+
+/* The partition model's time (s) of a GEMM beside a consumer on g of sms SMs (ops.h). */
+static double part_time(int g, int sms, double flops, double hbm_bytes, double link_bytes,
+                        double tail_bytes) {
+  double rate = g * WEFT_PART_SM_LINK_GBPS < WEFT_PART_LINK_GBPS ? g * WEFT_PART_SM_LINK_GBPS
+                                                                 : WEFT_PART_LINK_GBPS;
+  double gemm = flops / ((sms - g) * WEFT_PART_SM_TFLOPS * 1e12), mem = hbm_bytes / (WEFT_PART_HBM_GBPS * 1e9);
+  double body = (link_bytes - tail_bytes) / (rate * 1e9);
+  if (mem > gemm) gemm = mem;
+  return (gemm > body ? gemm : body) + tail_bytes / (rate * 1e9);
+}
+
+int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_m, int tile_n,
+                      double flops, double hbm_bytes, double link_bytes) {
+  if (override > 0) return override < sms ? override : sms - 1;
+  long long tiles_n = (n + tile_n - 1) / tile_n;
+  double wave_rows = (double)((sms + tiles_n - 1) / tiles_n) * tile_m;
+  double tail = link_bytes * (wave_rows < (double)m ? wave_rows / (double)m : 1.0);
+  int hi = sms / 4 > 2 ? sms / 4 : 2;
+  double best = part_time(2, sms, flops, hbm_bytes, link_bytes, tail);
+  for (int g = 3; g <= hi; g++) {
+    double t = part_time(g, sms, flops, hbm_bytes, link_bytes, tail);
+    if (t < best) best = t;
+  }
+  int g = 2;
+  while (g < hi && part_time(g, sms, flops, hbm_bytes, link_bytes, tail) > best * 1.01) g++;
+  return g;
 }
 
 void weft_ops_destroy(weft_comm_t *comm) {

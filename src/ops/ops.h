@@ -47,6 +47,12 @@ typedef struct weft_ops {
   uint64_t *gemm_rs_flags;
   uint64_t *gemm_rs_ctr;
   int gemm_rs_counters;
+  /* gemm_ar's SM form (kernels/gemm_ar.cu): the GEMM's stored-row counters, symmetric (the
+   * peers' consumers read them) [gemm_ar_counters] */
+  struct weft_module *gemm_ar;
+  struct weft_kernel *gemm_ar_reduce;
+  uint64_t *gemm_ar_ctr;
+  int gemm_ar_counters;
   /* alltoall and alltoallv (kernels/alltoall.cu) */
   struct weft_module *a2a;
   struct weft_kernel *a2a_sm, *a2a_ll;
@@ -56,7 +62,8 @@ typedef struct weft_ops {
   /* fork/join of copy-engine work over side streams */
   CUstream side[WEFT_OPS_SIDE_STREAMS];
   CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
-  int sms; /* multiprocessors of the device */
+  int sms;       /* multiprocessors of the device */
+  int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
 } weft_ops_t;
 
 /* Every op's init/teardown, in the order of the table in ops.c. */
@@ -74,6 +81,8 @@ weft_status_t weft_ag_gemm_init(weft_comm_t *comm);
 void weft_ag_gemm_destroy(weft_comm_t *comm);
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm);
 void weft_gemm_rs_destroy(weft_comm_t *comm);
+weft_status_t weft_gemm_ar_init(weft_comm_t *comm);
+void weft_gemm_ar_destroy(weft_comm_t *comm);
 weft_status_t weft_alltoall_init(weft_comm_t *comm);
 void weft_alltoall_destroy(weft_comm_t *comm);
 
@@ -87,5 +96,20 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
   return rows >= WEFT_OVERLAP_MIN_ROWS && world > 1 ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
 }
 weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
+
+/* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
+ * that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x tile_n,
+ * `flops` and `hbm_bytes` (A, B and C) of work; the consumer moves link_bytes over NVLink at
+ * about WEFT_PART_SM_LINK_GBPS per SM (at most WEFT_PART_LINK_GBPS), keeping pace with the GEMM
+ * except for the rows of the GEMM's last wave of tiles, which it can only move after them. The
+ * model's time, max(GEMM on the rest, the consumer's share before the last wave) + that tail,
+ * is evaluated for every count from 2 to sms / 4 and the smallest within 1% of the best wins.
+ * WEFT_COMM_SMS overrides it. Pure arithmetic (the CPU tests call it). */
+#define WEFT_PART_SM_TFLOPS 5.4    /* bf16 dense, per SM (H100/H200: ~710 TFLOP/s over 132) */
+#define WEFT_PART_HBM_GBPS 3000.0  /* one GPU's HBM, what a GEMM streams (H100 3350, H200 4800) */
+#define WEFT_PART_SM_LINK_GBPS 25.0 /* one SM of the consumer, loads + stores over NVLink */
+#define WEFT_PART_LINK_GBPS 400.0  /* one GPU's NVLink, one direction */
+int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_m, int tile_n,
+                      double flops, double hbm_bytes, double link_bytes);
 
 #endif

@@ -6,7 +6,7 @@
  * and fp32 outputs, each op's overlapped form, its sequential form and AUTO; the gathered A of
  * AG+GEMM bit for bit. Inputs are drawn fresh each run; outputs, the gathered A and the
  * workspaces are poisoned (NaN) before each call; every element is checked. Then the three ops
- * captured in one CUDA graph and replayed, and 200 back-to-back calls of each op with random
+ * (GEMM+AR in two forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of each op with random
  * straggler delays (a hang is a timeout, which fails the test).
  * Tolerances, ||out - ref|| / ||ref||: 1e-4 with fp32 outputs, 1e-2 with 16-bit ones (GEMM+RS and
  * GEMM+AR round each rank's partial product to the output type before the sum, as cuBLAS + NCCL
@@ -112,7 +112,8 @@ typedef struct tcase {
 } tcase_t;
 
 static const char *algo_name(weft_algo_t a) {
-  return a == WEFT_ALGO_AUTO ? "auto" : a == WEFT_ALGO_COPY_ENGINE ? "overlapped" : "sequential";
+  return a == WEFT_ALGO_AUTO ? "auto" : a == WEFT_ALGO_COPY_ENGINE ? "overlapped"
+         : a == WEFT_ALGO_SM ? "sm" : "sequential";
 }
 
 static void describe(const tcase_t *t, char *buf, size_t n) {
@@ -274,30 +275,32 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
 
 /* The three ops captured in one graph, replayed three times. */
 static void graph(void) {
-  tcase_t t[3] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
+  enum { N = 4 };
+  tcase_t t[N] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
-                  make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE)};
-  for (int i = 0; i < 3; i++) {
+                  make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
+                  make(OP_AR, 777, 200, 128, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_SM)};
+  for (int i = 0; i < N; i++) {
     setup(&t[i]);
     poison(&t[i]);
     call(&t[i]); /* compiles and loads before the capture */
     verify(&t[i], " (before capture)");
   }
   CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  for (int i = 0; i < 3; i++) call(&t[i]);
+  for (int i = 0; i < N; i++) call(&t[i]);
   CUgraph g;
   CUgraphExec ge;
   CU(cuStreamEndCapture(s, &g));
   CU(cuGraphInstantiateWithFlags(&ge, g, 0));
   for (int rep = 0; rep < 3; rep++) {
-    for (int i = 0; i < 3; i++) poison(&t[i]);
+    for (int i = 0; i < N; i++) poison(&t[i]);
     OK(weft_stream_barrier(comm, s)); /* every rank poisoned before any op of the graph writes */
     CU(cuGraphLaunch(ge, s));
-    for (int i = 0; i < 3; i++) verify(&t[i], " (graph replay)");
+    for (int i = 0; i < N; i++) verify(&t[i], " (graph replay)");
   }
   CU(cuGraphExecDestroy(ge));
   CU(cuGraphDestroy(g));
-  for (int i = 0; i < 3; i++) teardown(&t[i]);
+  for (int i = 0; i < N; i++) teardown(&t[i]);
 }
 
 /* 200 back-to-back calls with random stragglers (up to 300 us before a call on some ranks),
@@ -314,7 +317,9 @@ static void stress(int op) {
       weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
       OK(weft_kernel_launch(k_delay, &c, a, s));
     }
-    t.algo = i % 10 == 9 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_COPY_ENGINE;
+    /* the last call, the one checked, is overlapped (SM for GEMM + AllReduce) */
+    t.algo = i % 10 == 8 ? WEFT_ALGO_SEQUENTIAL
+             : op == OP_AR && i % 2 ? WEFT_ALGO_SM : WEFT_ALGO_COPY_ENGINE;
     call(&t);
   }
   verify(&t, " (after 200 calls with stragglers)");
@@ -337,14 +342,15 @@ int main(void) {
   k_cmp = test_kernel(mod, "compare");
   k_delay = test_kernel(mod, "delay");
   CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL, WEFT_ALGO_AUTO};
+  /* SM: GEMM + AllReduce only */
+  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL, WEFT_ALGO_AUTO, WEFT_ALGO_SM};
 
   trace = getenv("WEFT_TEST_TRACE") != NULL;
   /* WEFT_TEST_OPS (e.g. "gemm_rs,gemm_ar"): only these ops' cases */
   const char *only = getenv("WEFT_TEST_OPS");
   for (int op = 0; op < 3; op++) {
     if (only && !strstr(only, op_names[op])) continue;
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < (op == OP_AR ? 4 : 3); a++)
       for (int i = 0; i < 4; i++) one(random_case(op, algos[a], i >= 2));
     /* AUTO's overlapped form on a larger problem, segments of whole 64-row sub-tiles (RS/AR) */
     one(make(op, op == OP_AG ? 1100 : world * 1024, 1000, 512, 1, WEFT_DTYPE_BF16,
