@@ -15,7 +15,8 @@
  *                        partials in rank order (fp32, rounded once: every rank stores the same
  *                        bits) and stores the sum into every rank's c. Each part is cut again into
  *                        pieces of `piece` elements so that the blocks of the grid share even a
- *                        small m; block i takes pieces i, i + grid, ...
+ *                        small m; block i takes pieces i, i + grid, ... in row-block order, waiting once for
+ *                        each row block it meets.
  *                        Handshake, epoch e of WEFT_EPOCH_GEMM_AR: block 0 sets "ready e" on
  *                        every rank (this rank's counters were reset on its stream before the
  *                        kernel, so peers may read them from now on); every block waits for
@@ -25,11 +26,15 @@
  *                        every peer's stores into this rank's c are visible.
  */
 #include <weft/device.cuh>
+/* A few SMs pull from the peers: each thread keeps 4 vectors of every source (up to 4) in flight
+ * to cover NVLink's load latency (one vector each ran at ~8 GB/s per SM on H200). */
+#define WEFT_RED_BATCH 4
+#define WEFT_RED_UNROLL 4
 #include <weft/reduce.cuh>
 
 #define AR_SLOT WEFT_EPOCH_GEMM_AR
 
-extern "C" __global__ void weft_gemm_ar_reduce(const char *partial, char *c, int m,
+extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(const char *partial, char *c, int m,
                                                unsigned long long n, int dtype,
                                                const unsigned long long *counters, int rows,
                                                unsigned long long units,
@@ -46,7 +51,7 @@ extern "C" __global__ void weft_gemm_ar_reduce(const char *partial, char *c, int
   /* the pieces of a whole block's part bound every block's (the last block may be shorter) */
   weft_u64_t blocks = ((weft_u64_t)m + rows - 1) / rows;
   weft_u64_t full_part = ((weft_u64_t)rows * n + world * unit - 1) / (world * unit) * unit;
-  weft_u64_t per_block = (full_part + piece - 1) / piece;
+  weft_u64_t per_block = (full_part + piece - 1) / piece, waited = ~0ull;
   for (weft_u64_t item = blockIdx.x; item < blocks * per_block; item += gridDim.x) {
     weft_u64_t b = item / per_block, j = item % per_block;
     weft_u64_t r0 = b * rows, nrows = (weft_u64_t)m - r0 < (weft_u64_t)rows ? (weft_u64_t)m - r0 : rows;
@@ -57,11 +62,13 @@ extern "C" __global__ void weft_gemm_ar_reduce(const char *partial, char *c, int
     if (lo >= hi) continue; /* uniform over the block */
     weft_u64_t off = (r0 * n + lo) * es, target = units * ((nrows + 63) / 64);
     for (int p = (int)t; p < world; p += (int)blockDim.x) {
-      weft_wait_until((const weft_u64_t *)weft_remote_ptr(counters + b, first + p), WEFT_CMP_GE,
-                      target, "gemm_ar(rows stored)", first + p);
+      if (b != waited) /* consecutive pieces of one row block wait once (a remote round trip) */
+        weft_wait_until((const weft_u64_t *)weft_remote_ptr(counters + b, first + p), WEFT_CMP_GE,
+                        target, "gemm_ar(rows stored)", first + p);
       srcs[p] = (const char *)weft_remote_ptr(partial, first + p) + off;
       dsts[p] = (char *)weft_remote_ptr(c, first + (me + p) % world) + off; /* own c first */
     }
+    waited = b;
     __syncthreads();
     weft_red_sum_range(srcs, world, dsts, world, hi - lo, dtype, t, blockDim.x);
     __syncthreads(); /* srcs and dsts are rewritten by the next piece */

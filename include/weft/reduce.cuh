@@ -57,8 +57,15 @@ static __device__ __forceinline__ void weft_red_elem_store(char *p, float v, int
   else *(unsigned short *)p = dtype == WEFT_RED_BF16 ? weft_red_f2bf(v) : weft_red_f2h(v);
 }
 
-/* Sources loaded at once per 16-byte vector (loads from all of them are in flight together). */
+/* Sources loaded at once per 16-byte vector (loads from all of them are in flight together), and
+ * vectors per thread in flight at once (more where few SMs must hide NVLink's load latency: a
+ * kernel may define both before including this file). */
+#ifndef WEFT_RED_BATCH
 #define WEFT_RED_BATCH 8
+#endif
+#ifndef WEFT_RED_UNROLL
+#define WEFT_RED_UNROLL 1
+#endif
 
 /* dst[d][i] = sum over s in rank order of src[s][i], for i in [0, n) elements, d < ndst; the
  * grid's threads t of nt share the work. src and dst live in shared memory (every thread reads
@@ -78,27 +85,34 @@ static __device__ void weft_red_sum_range(const char *const *src, int nsrc, char
     nv = (n - head) * es / 16;
   }
   weft_u64_t hb = head * es, tail = head + nv * 16 / es;
-  for (weft_u64_t v = t; v < nv; v += nt) {
-    float acc[8];
-    for (int j = 0; j < 8; j++) acc[j] = 0.f;
+  for (weft_u64_t v0 = t; v0 < nv; v0 += nt * WEFT_RED_UNROLL) {
+    float acc[WEFT_RED_UNROLL][8] = {{0.f}};
     for (int s0 = 0; s0 < nsrc; s0 += WEFT_RED_BATCH) {
-      uint4 x[WEFT_RED_BATCH];
+      uint4 x[WEFT_RED_UNROLL][WEFT_RED_BATCH];
 #pragma unroll
-      for (int j = 0; j < WEFT_RED_BATCH; j++)
-        if (s0 + j < nsrc) x[j] = ((const uint4 *)(src[s0 + j] + hb))[v];
+      for (int u = 0; u < WEFT_RED_UNROLL; u++)
 #pragma unroll
-      for (int j = 0; j < WEFT_RED_BATCH; j++)
-        if (s0 + j < nsrc) {
-          int first = s0 + j == 0;
-          weft_red_word_add(acc + 0, x[j].x, dtype, first);
-          weft_red_word_add(acc + 2, x[j].y, dtype, first);
-          weft_red_word_add(acc + 4, x[j].z, dtype, first);
-          weft_red_word_add(acc + 6, x[j].w, dtype, first);
-        }
+        for (int j = 0; j < WEFT_RED_BATCH; j++)
+          if (s0 + j < nsrc && v0 + u * nt < nv) x[u][j] = ((const uint4 *)(src[s0 + j] + hb))[v0 + u * nt];
+#pragma unroll
+      for (int u = 0; u < WEFT_RED_UNROLL; u++)
+#pragma unroll
+        for (int j = 0; j < WEFT_RED_BATCH; j++)
+          if (s0 + j < nsrc && v0 + u * nt < nv) {
+            int first = s0 + j == 0;
+            weft_red_word_add(acc[u] + 0, x[u][j].x, dtype, first);
+            weft_red_word_add(acc[u] + 2, x[u][j].y, dtype, first);
+            weft_red_word_add(acc[u] + 4, x[u][j].z, dtype, first);
+            weft_red_word_add(acc[u] + 6, x[u][j].w, dtype, first);
+          }
     }
-    uint4 o = make_uint4(weft_red_word_pack(acc + 0, dtype), weft_red_word_pack(acc + 2, dtype),
-                         weft_red_word_pack(acc + 4, dtype), weft_red_word_pack(acc + 6, dtype));
-    for (int d = 0; d < ndst; d++) ((uint4 *)(dst[d] + hb))[v] = o;
+#pragma unroll
+    for (int u = 0; u < WEFT_RED_UNROLL; u++)
+      if (v0 + u * nt < nv) {
+        uint4 o = make_uint4(weft_red_word_pack(acc[u] + 0, dtype), weft_red_word_pack(acc[u] + 2, dtype),
+                             weft_red_word_pack(acc[u] + 4, dtype), weft_red_word_pack(acc[u] + 6, dtype));
+        for (int d = 0; d < ndst; d++) ((uint4 *)(dst[d] + hb))[v0 + u * nt] = o;
+      }
   }
   /* the head, the tail, or everything when unaligned */
   for (weft_u64_t k = t; k < head + (n - tail); k += nt) {

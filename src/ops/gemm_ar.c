@@ -26,8 +26,8 @@
 #include "gemm.h"
 
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
-#define GEMM_AR_THREADS 512
-#define GEMM_AR_PIECE_BYTES (64u << 10) /* a consumer block's unit of work */
+#define GEMM_AR_THREADS 256 /* kernels/gemm_ar.cu's launch bound (192 registers a thread) */
+#define GEMM_AR_PIECE_BYTES (16u << 10) /* a consumer block's unit of work: one round of loads */
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -50,6 +50,10 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int world = comm->local_world;
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  /* The rows of a raster group are all stored at its end: at least 8 groups, so that what is
+   * left to reduce after the GEMM (the last group) is at most an eighth of c. */
+  int ctiles_m = ((p->m + cfg.bm - 1) / cfg.bm + cfg.cluster - 1) / cfg.cluster;
+  if (cfg.group > ctiles_m / 8) cfg.group = ctiles_m / 8 > 1 ? ctiles_m / 8 : 1;
   size_t es = weft_dtype_size(p->out), bytes = (size_t)p->m * (size_t)p->n * es;
   /* rows per counter: 64, or the multiple of 64 that keeps the counters within the array */
   int blocks64 = (p->m + 63) / 64;
