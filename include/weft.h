@@ -388,7 +388,7 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * algo. algo: WEFT_ALGO_AUTO overlaps where overlap can win and runs the GEMM and the
  * collective one after the other where it cannot (small m: WEFT_OVERLAP_MIN_ROWS); both can be
  * forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy engines move the data while every SM
- * computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM form as well, its AUTO). Each
+ * computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM form as well). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
  * buffer a peer still reads from the previous call). */
 #define WEFT_OVERLAP_MIN_ROWS 1024 /* AUTO overlaps from this many rows of C (the gathered m, or
@@ -432,15 +432,17 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
 /* GEMM + AllReduce: c[m, n] = the sum over ranks of their A[m, k] op(B), on every rank (k this
  * rank's share of the reduction dimension). a, b, out and workspace as for weft_gemm_rs; c:
  * [m, n] contiguous, from weft_malloc (symmetric); any m. Forms:
- *   WEFT_ALGO_SM (AUTO's choice, any m): the GEMM runs on most SMs and counts each block of rows
+ *   WEFT_ALGO_SM (any m): the GEMM runs on most SMs and counts each block of rows
  *     it stores; a consumer kernel on the other SMs all-reduces each row block as soon as every
  *     rank has stored it (each rank sums 1/world of the block from every rank's partial product
  *     and stores the sum into every rank's c), so that only the last rows' AllReduce is left when
  *     the GEMM ends. How many SMs the consumer takes comes from a model of both sides' rates
  *     (FLOP/s and HBM bandwidth of the GEMM, NVLink bandwidth per SM of the consumer); the
  *     variable WEFT_COMM_SMS, read at weft_comm_init, fixes it instead.
- *   WEFT_ALGO_COPY_ENGINE (m a multiple of world): the GEMM + ReduceScatter above into this
- *     rank's rows of c, then an AllGather of the reduced rows in place.
+ *     First measured on 2 H200s, its pulls over NVLink ran at ~3 GB/s per SM: slower than the
+ *     copy-engine form, so AUTO does not take it yet.
+ *   WEFT_ALGO_COPY_ENGINE (AUTO's choice; m a multiple of world): the GEMM + ReduceScatter above
+ *     into this rank's rows of c, then an AllGather of the reduced rows in place.
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.
  * The SM form needs no barrier at the start of a call: its consumer's handshake orders the calls. */
 WEFT_API weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b,

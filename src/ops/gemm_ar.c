@@ -1,10 +1,10 @@
 /*
  * gemm_ar.c — weft_gemm_ar, GEMM + AllReduce (weft.h). Three forms:
- *   SM (AUTO): the GEMM on most SMs writes its partial product into the workspace and counts each
+ *   SM: the GEMM on most SMs writes its partial product into the workspace and counts each
  *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
- *   copy engine (m a multiple of world): gemm_rs.c's GEMM + ReduceScatter into this rank's rows of
+ *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's GEMM + ReduceScatter into this rank's rows of
  *     c, then an AllGather of those rows in place.
  *   sequential: the GEMM into the workspace, then weft_allreduce.
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
@@ -101,7 +101,7 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, count * es),
            "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, count * es);
   WEFT_CHECK(weft_comm_make_current(comm));
-  if (algo == WEFT_ALGO_AUTO) algo = world > 1 ? WEFT_ALGO_SM : WEFT_ALGO_SEQUENTIAL;
+  algo = weft_ops_overlap_algo(algo, m, world);
   if (k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, &p, a, b, c, workspace, (CUstream)stream);
   if (algo == WEFT_ALGO_SEQUENTIAL || m % world) {
