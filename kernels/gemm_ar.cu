@@ -4,41 +4,47 @@
  *
  * Every rank's GEMM writes its partial product [m, n] (dtype: weft_dtype_t's value) into the
  * symmetric `partial` and, after each stored 64-row sub-tile, adds to counters[first row / rows]
- * (symmetric, release at system scope). Row block b, rows [b * rows, (b + 1) * rows) of m, is
- * stored on a rank once its counter reaches units * (the block's 64-row sub-tiles), units being
- * what one sub-tile row adds over all tile columns (src/ops/gemm.c, weft_gemm_notify_units).
+ * (release at system scope). Row block b, rows [b * rows, (b + 1) * rows) of m, is stored once
+ * its counter reaches units * (the block's 64-row sub-tiles), units being what one row of
+ * sub-tiles adds over all tile columns (src/ops/gemm.c, weft_gemm_notify_units).
  *
- *   weft_gemm_ar_reduce  A two-shot AllReduce per row block, started as soon as the block is
- *                        stored everywhere: the block's elements (contiguous in partial and in c)
- *                        are cut into world parts of whole 16-byte units, and rank q reduces part
- *                        q: it waits for every rank's counter of the block, sums the world
- *                        partials in rank order (fp32, rounded once: every rank stores the same
- *                        bits) and stores the sum into every rank's c. Each part is cut again into
- *                        pieces of `piece` elements so that the blocks of the grid share even a
- *                        small m; block i takes pieces i, i + grid, ... in row-block order, waiting once for
- *                        each row block it meets.
+ * A row block's elements (contiguous in partial and in c) are cut into world slices of whole
+ * 16-byte units; rank q owns slice q. Each slice is cut into pieces of at most `piece` elements,
+ * item i = b * per_block + j being piece j of every slice of block b. Every remote access is a
+ * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200; stores are not latency-bound):
+ *
+ *   weft_gemm_ar_reduce  blocks [0, scatter): for the items in order, once this rank's row block
+ *                        is stored, push piece j of every peer's slice into that peer's staging
+ *                        slot of this rank, then +1 on the peer's arrivals[i] (release).
+ *                        blocks [scatter, grid): for the items in order, once arrivals[i] reached
+ *                        world - 1 and this rank's own block is stored, sum the piece of its own
+ *                        slice in rank order (its own partial and the world - 1 staged copies,
+ *                        fp32, rounded once: every rank stores the same bits) and store the sum
+ *                        into every rank's c. Scatter blocks wait for nothing but this GPU's GEMM,
+ *                        so the reducers' waits always end.
+ *                        staging: slot p (rank p's pushes) at staging + p * slot_bytes, item i at
+ *                        i * (piece * size + 16) + (its offset in partial & 15): every source of a
+ *                        sum shares its alignment mod 16.
  *                        Handshake, epoch e of WEFT_EPOCH_GEMM_AR: block 0 sets "ready e" on
- *                        every rank (this rank's counters were reset on its stream before the
- *                        kernel, so peers may read them from now on); every block waits for
- *                        every rank's "ready e" before it reads that rank's counters. The last
- *                        block to finish sets "done e" on every rank and waits for all of them:
- *                        after that no peer reads this rank's partial or counters any more, and
- *                        every peer's stores into this rank's c are visible.
+ *                        every rank (this rank's counters and arrivals were reset on its stream
+ *                        before the kernel, and its previous call's reads of staging are over);
+ *                        every block waits for every rank's "ready e" before it pushes to that
+ *                        rank. The last block to finish sets "done e" on every rank and waits for
+ *                        all of them: then every peer's stores into this rank's c are visible.
  */
 #include <weft/device.cuh>
-/* A few SMs pull from the peers: each thread keeps 4 vectors of every source (up to 4) in flight
- * to cover NVLink's load latency (one vector each ran at ~8 GB/s per SM on H200). */
+/* The reducers read local memory only; 4 vectors of up to 4 sources in flight per thread. */
 #define WEFT_RED_BATCH 4
 #define WEFT_RED_UNROLL 4
 #include <weft/reduce.cuh>
 
 #define AR_SLOT WEFT_EPOCH_GEMM_AR
 
-extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(const char *partial, char *c, int m,
-                                               unsigned long long n, int dtype,
-                                               const unsigned long long *counters, int rows,
-                                               unsigned long long units,
-                                               unsigned long long piece) {
+extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
+    const char *partial, char *staging, unsigned long long slot_bytes, char *c, int m,
+    unsigned long long n, int dtype, const unsigned long long *counters, int rows,
+    unsigned long long units, unsigned long long *arrivals, unsigned long long piece,
+    int scatter) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
@@ -48,30 +54,53 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(const char
   for (int p = (int)t; p < world; p += (int)blockDim.x)
     if (p != me) weft_op_wait(WEFT_FLAGS_GEMM_AR_READY, p, e, "gemm_ar(ready)");
 
-  /* the pieces of a whole block's part bound every block's (the last block may be shorter) */
+  int scatterer = (int)blockIdx.x < scatter;
+  weft_u64_t role_block = scatterer ? blockIdx.x : blockIdx.x - scatter;
+  weft_u64_t role_grid = scatterer ? (weft_u64_t)scatter : gridDim.x - scatter;
   weft_u64_t blocks = ((weft_u64_t)m + rows - 1) / rows;
+  /* a whole block's slice bounds every block's (the last block may be shorter) */
   weft_u64_t full_part = ((weft_u64_t)rows * n + world * unit - 1) / (world * unit) * unit;
-  weft_u64_t per_block = (full_part + piece - 1) / piece, waited = ~0ull;
-  for (weft_u64_t item = blockIdx.x; item < blocks * per_block; item += gridDim.x) {
+  weft_u64_t per_block = (full_part + piece - 1) / piece, stored = ~0ull;
+  for (weft_u64_t item = role_block; item < blocks * per_block; item += role_grid) {
     weft_u64_t b = item / per_block, j = item % per_block;
     weft_u64_t r0 = b * rows, nrows = (weft_u64_t)m - r0 < (weft_u64_t)rows ? (weft_u64_t)m - r0 : rows;
     weft_u64_t len = nrows * n, part = (len + world * unit - 1) / (world * unit) * unit;
-    weft_u64_t lo = (weft_u64_t)me * part + j * piece, hi = lo + piece;
-    if (hi > (weft_u64_t)(me + 1) * part) hi = (weft_u64_t)(me + 1) * part;
-    if (hi > len) hi = len;
-    if (lo >= hi) continue; /* uniform over the block */
-    weft_u64_t off = (r0 * n + lo) * es, target = units * ((nrows + 63) / 64);
-    for (int p = (int)t; p < world; p += (int)blockDim.x) {
-      if (b != waited) /* consecutive pieces of one row block wait once (a remote round trip) */
-        weft_wait_until((const weft_u64_t *)weft_remote_ptr(counters + b, first + p), WEFT_CMP_GE,
-                        target, "gemm_ar(rows stored)", first + p);
-      srcs[p] = (const char *)weft_remote_ptr(partial, first + p) + off;
-      dsts[p] = (char *)weft_remote_ptr(c, first + (me + p) % world) + off; /* own c first */
+    weft_u64_t lo = j * piece, cnt = lo < part ? part - lo : 0;
+    if (cnt > piece) cnt = piece;
+    if (cnt == 0) continue; /* uniform over the block */
+    if (t == 0 && b != stored) { /* one wait per row block a block meets */
+      weft_wait_until(counters + b, WEFT_CMP_GE, units * ((nrows + 63) / 64), "gemm_ar(rows stored)",
+                      weft_state.rank);
+      stored = b;
     }
-    waited = b;
-    __syncthreads();
-    weft_red_sum_range(srcs, world, dsts, world, hi - lo, dtype, t, blockDim.x);
-    __syncthreads(); /* srcs and dsts are rewritten by the next piece */
+    if (scatterer) {
+      __syncthreads(); /* the rows are stored */
+      for (int k = 1; k < world; k++) {
+        int q = (me + k) % world; /* every rank starts with its next neighbour */
+        weft_u64_t qlo = (weft_u64_t)q * part + lo, qn = qlo + cnt > len ? (qlo < len ? len - qlo : 0) : cnt;
+        const char *src = partial + (r0 * n + qlo) * es;
+        char *dst = staging + (weft_u64_t)me * slot_bytes + item * (piece * es + 16) + ((weft_u64_t)src & 15);
+        weft_copy_group((char *)weft_remote_ptr(dst, first + q), src, qn * es, t, blockDim.x);
+      }
+      __syncthreads();
+      if (t == 0)
+        for (int k = 1; k < world; k++)
+          weft_red_release((weft_u64_t *)weft_remote_ptr(arrivals + item, first + (me + k) % world), 1);
+    } else {
+      weft_u64_t mlo = (weft_u64_t)me * part + lo, mn = mlo + cnt > len ? (mlo < len ? len - mlo : 0) : cnt;
+      weft_u64_t off = (r0 * n + mlo) * es;
+      if (t == 0)
+        weft_wait_until(arrivals + item, WEFT_CMP_GE, (weft_u64_t)(world - 1), "gemm_ar(pieces arrived)",
+                        weft_state.rank);
+      for (int p = (int)t; p < world; p += (int)blockDim.x) {
+        srcs[p] = p == me ? partial + off
+                          : staging + (weft_u64_t)p * slot_bytes + item * (piece * es + 16) + ((weft_u64_t)(partial + off) & 15);
+        dsts[p] = (char *)weft_remote_ptr(c + off, first + (me + p) % world); /* own c first */
+      }
+      __syncthreads();
+      weft_red_sum_range(srcs, world, dsts, world, mn, dtype, t, blockDim.x);
+      __syncthreads(); /* srcs and dsts are rewritten by the next item */
+    }
   }
   __syncthreads();
   if (t == 0 && weft_epoch_last_block(AR_SLOT)) {

@@ -98,6 +98,9 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
                                  weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
                                  weft_algo_t algo, int c_all_rows, const char *op,
                                  weft_gemm_problem_t *p);
+/* Bytes of workspace weft_gemm_ar's SM form needs (gemm_ar.c); weft_gemm_rs_workspace_size
+ * returns at least this. */
+size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
                                    const void *b, void *c, void *workspace, weft_algo_t algo,
                                    CUstream stream);

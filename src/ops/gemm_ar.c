@@ -26,21 +26,54 @@
 #include "gemm.h"
 
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
-#define GEMM_AR_THREADS 256 /* kernels/gemm_ar.cu's launch bound (192 registers a thread) */
-#define GEMM_AR_PIECE_BYTES (16u << 10) /* a consumer block's unit of work: one round of loads */
+#define GEMM_AR_ITEMS 16384   /* arrival counters: pieces of all slices of one call */
+#define GEMM_AR_THREADS 256   /* kernels/gemm_ar.cu's launch bound (192 registers a thread) */
+#define GEMM_AR_PIECE_BYTES (16u << 10) /* a consumer block's unit of work, at least */
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_ar.cu", NULL, 0, &o->gemm_ar));
   WEFT_CHECK(weft_module_get_kernel(o->gemm_ar, "weft_gemm_ar_reduce", &o->gemm_ar_reduce));
-  o->gemm_ar_counters = GEMM_AR_COUNTERS;
-  WEFT_CHECK(weft_malloc(comm, GEMM_AR_COUNTERS * sizeof(uint64_t), (void **)&o->gemm_ar_ctr));
-  WEFT_CU(comm, cuMemsetD8((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr, 0, GEMM_AR_COUNTERS * sizeof(uint64_t)));
-  return WEFT_STATUS_SUCCESS;
+  CUdeviceptr ctr;
+  WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_AR_COUNTERS * sizeof(uint64_t)));
+  o->gemm_ar_ctr = (uint64_t *)(uintptr_t)ctr;
+  return weft_malloc(comm, GEMM_AR_ITEMS * sizeof(uint64_t), (void **)&o->gemm_ar_arrivals);
 }
 
 void weft_gemm_ar_destroy(weft_comm_t *comm) {
-  if (comm->ops.gemm_ar) weft_module_unload(comm->ops.gemm_ar); /* the counters go with the heap */
+  weft_ops_t *o = &comm->ops;
+  if (o->gemm_ar_ctr) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr);
+  o->gemm_ar_ctr = NULL;
+  if (o->gemm_ar) weft_module_unload(o->gemm_ar); /* the arrivals go with the heap */
+}
+
+/* The SM form's cut of c (kernels/gemm_ar.cu): rows per counter (64, coarser for m beyond the
+ * counters), elements per piece (16 KB, more where the items would exceed the arrival counters),
+ * and the bytes of one staging slot. */
+typedef struct gemm_ar_layout {
+  int rows;
+  unsigned long long piece, items, slot_bytes;
+} gemm_ar_layout_t;
+
+static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
+  gemm_ar_layout_t l;
+  int blocks64 = (m + 63) / 64;
+  l.rows = 64 * ((blocks64 + GEMM_AR_COUNTERS - 1) / GEMM_AR_COUNTERS);
+  unsigned long long blocks = ((unsigned long long)m + l.rows - 1) / l.rows, unit = 16 / es;
+  unsigned long long part = ((unsigned long long)l.rows * n + world * unit - 1) / (world * unit) * unit;
+  l.piece = GEMM_AR_PIECE_BYTES / es;
+  for (;;) {
+    l.items = blocks * ((part + l.piece - 1) / l.piece);
+    if (l.items <= GEMM_AR_ITEMS) break;
+    l.piece *= 2;
+  }
+  l.slot_bytes = l.items * (l.piece * es + 16);
+  return l;
+}
+
+size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
+  size_t es = weft_dtype_size(out), partial = ((size_t)m * (size_t)n * es + 15) & ~(size_t)15;
+  return partial + (size_t)world * gemm_ar_layout(world, m, n, es).slot_bytes;
 }
 
 /* The SM form (file comment). */
@@ -55,24 +88,25 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int ctiles_m = ((p->m + cfg.bm - 1) / cfg.bm + cfg.cluster - 1) / cfg.cluster;
   if (cfg.group > ctiles_m / 8) cfg.group = ctiles_m / 8 > 1 ? ctiles_m / 8 : 1;
   size_t es = weft_dtype_size(p->out), bytes = (size_t)p->m * (size_t)p->n * es;
-  /* rows per counter: 64, or the multiple of 64 that keeps the counters within the array */
-  int blocks64 = (p->m + 63) / 64;
-  int rows = 64 * ((blocks64 + o->gemm_ar_counters - 1) / o->gemm_ar_counters);
-  int counters = (p->m + rows - 1) / rows;
+  gemm_ar_layout_t l = gemm_ar_layout(world, p->m, p->n, es);
   double flops = 2.0 * p->m * (double)p->n * p->k;
   double hbm = 2.0 * ((double)p->m * p->k + (double)p->n * p->k) + (double)bytes;
   int g = weft_ops_comm_sms(o->sms, o->comm_sms, p->m, p->n, cfg.bm, cfg.bn, flops, hbm,
                             (double)bytes * (world - 1) / world);
+  if (g < 2) g = 2; /* a scatter block and a reduce block */
 
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
   h.notify_counters = o->gemm_ar_ctr;
-  h.notify_rows = rows;
+  h.notify_rows = l.rows;
   h.notify_sys = 1;
   h.sms = o->sms - g;
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the consumer waits for it */
+  int counters = (p->m + l.rows - 1) / l.rows;
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr, 0,
                                 (size_t)counters * sizeof(uint64_t), stream));
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_ar_arrivals, 0,
+                                (size_t)l.items * sizeof(uint64_t), stream));
   WEFT_CHECK(weft_ops_fork1(comm, stream));
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
 
@@ -80,10 +114,11 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.grid[0] = (unsigned)g;
   lc.block[0] = GEMM_AR_THREADS;
   const char *partial = ws;
-  int m = p->m, dt = (int)p->out;
+  char *staging = (char *)ws + ((bytes + 15) & ~(size_t)15);
+  int m = p->m, dt = (int)p->out, rows = l.rows, scatter = g / 2;
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
-  unsigned long long piece = GEMM_AR_PIECE_BYTES / es; /* a multiple of 16 bytes */
-  void *args[] = {(void *)&partial, &c, &m, &n, &dt, &o->gemm_ar_ctr, &rows, &units, &piece};
+  void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &c, &m, &n, &dt, &o->gemm_ar_ctr,
+                  &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
   WEFT_CHECK(weft_kernel_launch(o->gemm_ar_reduce, &lc, args, (weft_stream_t)o->side[0]));
   return weft_ops_join1(comm, stream);
 }

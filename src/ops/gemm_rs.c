@@ -73,9 +73,10 @@ weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int n, weft_
   WEFT_ARG(comm, m >= 0 && n >= 0, "negative size (m %d, n %d)", m, n);
   WEFT_ARG(comm, out == WEFT_DTYPE_BF16 || out == WEFT_DTYPE_FP16 || out == WEFT_DTYPE_FP32,
            "output dtype %d: bf16, fp16 or fp32", (int)out);
-  size_t partial, slot;
+  size_t partial, slot, ar = weft_gemm_ar_workspace_bytes(comm->local_world, m, n, out);
   gemm_rs_layout(comm->local_world, m, n, out, &partial, &slot);
   *bytes = partial + (size_t)comm->local_world * slot;
+  if (*bytes < ar) *bytes = ar;
   return WEFT_STATUS_SUCCESS;
 }
 

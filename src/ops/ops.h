@@ -47,12 +47,11 @@ typedef struct weft_ops {
   uint64_t *gemm_rs_flags;
   uint64_t *gemm_rs_ctr;
   int gemm_rs_counters;
-  /* gemm_ar's SM form (kernels/gemm_ar.cu): the GEMM's stored-row counters, symmetric (the
-   * peers' consumers read them) [gemm_ar_counters] */
+  /* gemm_ar's SM form (kernels/gemm_ar.cu): the GEMM's stored-row counters (this GPU only) and
+   * the pieces' arrival counts (symmetric: the peers add to them) */
   struct weft_module *gemm_ar;
   struct weft_kernel *gemm_ar_reduce;
-  uint64_t *gemm_ar_ctr;
-  int gemm_ar_counters;
+  uint64_t *gemm_ar_ctr, *gemm_ar_arrivals;
   /* alltoall and alltoallv (kernels/alltoall.cu) */
   struct weft_module *a2a;
   struct weft_kernel *a2a_sm, *a2a_ll;
