@@ -23,8 +23,8 @@
  *                        into every rank's c. Scatter blocks wait for nothing but this GPU's GEMM,
  *                        so the reducers' waits always end.
  *                        staging: slot p (rank p's pushes) at staging + p * slot_bytes, item i at
- *                        i * (piece * size + 16) + (its offset in partial & 15): every source of a
- *                        sum shares its alignment mod 16.
+ *                        i * item_bytes (a piece's bytes + 16) + (its offset in partial & 15):
+ *                        every source of a sum shares its alignment mod 16.
  *                        Handshake, epoch e of WEFT_EPOCH_GEMM_AR: block 0 sets "ready e" on
  *                        every rank (this rank's counters and arrivals were reset on its stream
  *                        before the kernel, and its previous call's reads of staging are over);
@@ -41,7 +41,8 @@
 #define AR_SLOT WEFT_EPOCH_GEMM_AR
 
 extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
-    const char *partial, char *staging, unsigned long long slot_bytes, char *c, int m,
+    const char *partial, char *staging, unsigned long long slot_bytes,
+    unsigned long long item_bytes, char *c, int m,
     unsigned long long n, int dtype, const unsigned long long *counters, int rows,
     unsigned long long units, unsigned long long *arrivals, unsigned long long piece,
     int scatter) {
@@ -58,8 +59,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
   weft_u64_t role_block = scatterer ? blockIdx.x : blockIdx.x - scatter;
   weft_u64_t role_grid = scatterer ? (weft_u64_t)scatter : gridDim.x - scatter;
   weft_u64_t blocks = ((weft_u64_t)m + rows - 1) / rows;
-  /* a whole block's slice bounds every block's (the last block may be shorter) */
-  weft_u64_t full_part = ((weft_u64_t)rows * n + world * unit - 1) / (world * unit) * unit;
+  /* the first block's slice bounds every block's (the last block may be shorter) */
+  weft_u64_t rows0 = (weft_u64_t)m < (weft_u64_t)rows ? (weft_u64_t)m : (weft_u64_t)rows;
+  weft_u64_t full_part = (rows0 * n + world * unit - 1) / (world * unit) * unit;
   weft_u64_t per_block = (full_part + piece - 1) / piece, stored = ~0ull;
   for (weft_u64_t item = role_block; item < blocks * per_block; item += role_grid) {
     weft_u64_t b = item / per_block, j = item % per_block;
@@ -79,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
         int q = (me + k) % world; /* every rank starts with its next neighbour */
         weft_u64_t qlo = (weft_u64_t)q * part + lo, qn = qlo + cnt > len ? (qlo < len ? len - qlo : 0) : cnt;
         const char *src = partial + (r0 * n + qlo) * es;
-        char *dst = staging + (weft_u64_t)me * slot_bytes + item * (piece * es + 16) + ((weft_u64_t)src & 15);
+        char *dst = staging + (weft_u64_t)me * slot_bytes + item * item_bytes + ((weft_u64_t)src & 15);
         weft_copy_group((char *)weft_remote_ptr(dst, first + q), src, qn * es, t, blockDim.x);
       }
       __syncthreads();
@@ -94,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
                         weft_state.rank);
       for (int p = (int)t; p < world; p += (int)blockDim.x) {
         srcs[p] = p == me ? partial + off
-                          : staging + (weft_u64_t)p * slot_bytes + item * (piece * es + 16) + ((weft_u64_t)(partial + off) & 15);
+                          : staging + (weft_u64_t)p * slot_bytes + item * item_bytes + ((weft_u64_t)(partial + off) & 15);
         dsts[p] = (char *)weft_remote_ptr(c + off, first + (me + p) % world); /* own c first */
       }
       __syncthreads();

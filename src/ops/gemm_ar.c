@@ -52,7 +52,7 @@ void weft_gemm_ar_destroy(weft_comm_t *comm) {
  * and the bytes of one staging slot. */
 typedef struct gemm_ar_layout {
   int rows;
-  unsigned long long piece, items, slot_bytes;
+  unsigned long long piece, items, item_bytes, slot_bytes;
 } gemm_ar_layout_t;
 
 static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
@@ -60,14 +60,18 @@ static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
   int blocks64 = (m + 63) / 64;
   l.rows = 64 * ((blocks64 + GEMM_AR_COUNTERS - 1) / GEMM_AR_COUNTERS);
   unsigned long long blocks = ((unsigned long long)m + l.rows - 1) / l.rows, unit = 16 / es;
-  unsigned long long part = ((unsigned long long)l.rows * n + world * unit - 1) / (world * unit) * unit;
+  unsigned long long rows0 = m < l.rows ? (unsigned long long)m : (unsigned long long)l.rows;
+  /* the first block's slice (kernels/gemm_ar.cu's per-block piece count comes from it) */
+  unsigned long long part = (rows0 * n + world * unit - 1) / (world * unit) * unit;
   l.piece = GEMM_AR_PIECE_BYTES / es;
   for (;;) {
     l.items = blocks * ((part + l.piece - 1) / l.piece);
     if (l.items <= GEMM_AR_ITEMS) break;
     l.piece *= 2;
   }
-  l.slot_bytes = l.items * (l.piece * es + 16);
+  /* a staged piece at its source's offset mod 16 */
+  l.item_bytes = (l.piece < part ? l.piece : part) * es + 16;
+  l.slot_bytes = l.items * l.item_bytes;
   return l;
 }
 
@@ -117,8 +121,8 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   char *staging = (char *)ws + ((bytes + 15) & ~(size_t)15);
   int m = p->m, dt = (int)p->out, rows = l.rows, scatter = g / 2;
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
-  void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &c, &m, &n, &dt, &o->gemm_ar_ctr,
-                  &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
+  void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &l.item_bytes, &c, &m, &n, &dt,
+                  &o->gemm_ar_ctr, &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
   WEFT_CHECK(weft_kernel_launch(o->gemm_ar_reduce, &lc, args, (weft_stream_t)o->side[0]));
   return weft_ops_join1(comm, stream);
 }
