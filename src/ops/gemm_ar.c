@@ -28,7 +28,10 @@
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
 #define GEMM_AR_ITEMS 16384   /* arrival counters: pieces of all slices of one call */
 #define GEMM_AR_THREADS 256   /* kernels/gemm_ar.cu's launch bound (192 registers a thread) */
-#define GEMM_AR_PIECE_BYTES (16u << 10) /* a consumer block's unit of work, at least */
+/* A consumer block's unit of work, at least: a scatter block's release after each piece waits
+ * for its stores to land (an NVLink round trip), so 16 KB pieces moved only ~2 GB/s per SM on
+ * H200. */
+#define GEMM_AR_PIECE_BYTES (128u << 10)
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -48,7 +51,7 @@ void weft_gemm_ar_destroy(weft_comm_t *comm) {
 }
 
 /* The SM form's cut of c (kernels/gemm_ar.cu): rows per counter (64, coarser for m beyond the
- * counters), elements per piece (16 KB, more where the items would exceed the arrival counters),
+ * counters), elements per piece (128 KB, more where the items would exceed the arrival counters),
  * and the bytes of one staging slot. */
 typedef struct gemm_ar_layout {
   int rows;
