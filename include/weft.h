@@ -439,8 +439,9 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     the GEMM ends. How many SMs the consumer takes comes from a model of both sides' rates
  *     (FLOP/s and HBM bandwidth of the GEMM, NVLink bandwidth per SM of the consumer); the
  *     variable WEFT_COMM_SMS, read at weft_comm_init, fixes it instead.
- *     First measured on 2 H200s, its pulls over NVLink ran at ~3 GB/s per SM: slower than the
- *     copy-engine form, so AUTO does not take it yet.
+ *     Measured on 2 H200s, its consumer moves only ~5 GB/s per SM over NVLink, so it needs ~32
+ *     SMs to keep pace and then reaches the copy-engine form's speed at best: AUTO does not take
+ *     it (dev/overlap/NOTES.md has the figures).
  *   WEFT_ALGO_COPY_ENGINE (AUTO's choice; m a multiple of world): the GEMM + ReduceScatter above
  *     into this rank's rows of c, then an AllGather of the reduced rows in place.
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.

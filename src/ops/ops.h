@@ -106,7 +106,8 @@ weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
  * WEFT_COMM_SMS overrides it. Pure arithmetic (the CPU tests call it). */
 #define WEFT_PART_SM_TFLOPS 5.4    /* bf16 dense, per SM (H100/H200: ~710 TFLOP/s over 132) */
 #define WEFT_PART_HBM_GBPS 3000.0  /* one GPU's HBM, what a GEMM streams (H100 3350, H200 4800) */
-#define WEFT_PART_SM_LINK_GBPS 25.0 /* one SM of the consumer, loads + stores over NVLink */
+#define WEFT_PART_SM_LINK_GBPS 5.0 /* one SM of GEMM+AR's consumer over NVLink (H200, measured:
+                                      2-5 GB/s; NCCL's channels move ~10-17) */
 #define WEFT_PART_LINK_GBPS 400.0  /* one GPU's NVLink, one direction */
 int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_m, int tile_n,
                       double flops, double hbm_bytes, double link_bytes);
