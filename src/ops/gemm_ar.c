@@ -4,14 +4,15 @@
  *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
- *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's GEMM + ReduceScatter into this rank's rows of
- *     c, then an AllGather of those rows in place.
+ *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
+ *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
+ *   (The SM form's consumer moves only ~5 GB/s per SM on H200 so far: dev/overlap/NOTES.md.)
  *   sequential: the GEMM into the workspace, then weft_allreduce.
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
  * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.
  *
- * One SM-form call, on the caller's stream and side stream 0: this rank's row counters back to 0
- * (no peer reads them now: every peer finished the previous call before this rank did); fork;
+ * One SM-form call, on the caller's stream and side stream 0: this rank's row counters and
+ * arrival counts back to 0 (peers add to the arrivals only after this call's "ready"); fork;
  * the GEMM (HOOK_NOTIFY with .sys release, SM budget) on the caller's stream, the consumer on the
  * side stream; join. The consumer's handshake (ready / done epochs) is in kernels/gemm_ar.cu; its
  * waits are bounded, the GEMM waits for nothing.
