@@ -41,6 +41,15 @@
 
 #define AR_SLOT WEFT_EPOCH_GEMM_AR
 
+/* Piece [lo, lo + cnt) of slice q (slices of `part` elements) of a block of len elements: its
+ * first element in the block, and its length once cut at the block's end (possibly 0). */
+static __device__ __forceinline__ weft_u64_t ar_piece(int q, weft_u64_t part, weft_u64_t lo,
+                                                      weft_u64_t cnt, weft_u64_t len, weft_u64_t *first) {
+  weft_u64_t f = (weft_u64_t)q * part + lo;
+  *first = f;
+  return f >= len ? 0 : f + cnt > len ? len - f : cnt;
+}
+
 extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
     const char *partial, char *staging, unsigned long long slot_bytes,
     unsigned long long item_bytes, char *c, int m,
@@ -80,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
       __syncthreads(); /* the rows are stored */
       for (int k = 1; k < world; k++) {
         int q = (me + k) % world; /* every rank starts with its next neighbour */
-        weft_u64_t qlo = (weft_u64_t)q * part + lo, qn = qlo + cnt > len ? (qlo < len ? len - qlo : 0) : cnt;
+        weft_u64_t qlo, qn = ar_piece(q, part, lo, cnt, len, &qlo);
         const char *src = partial + (r0 * n + qlo) * es;
         char *dst = staging + (weft_u64_t)me * slot_bytes + item * item_bytes + ((weft_u64_t)src & 15);
         weft_copy_group((char *)weft_remote_ptr(dst, first + q), src, qn * es, t, blockDim.x);
@@ -90,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
         for (int k = 1; k < world; k++)
           weft_red_release((weft_u64_t *)weft_remote_ptr(arrivals + item, first + (me + k) % world), 1);
     } else {
-      weft_u64_t mlo = (weft_u64_t)me * part + lo, mn = mlo + cnt > len ? (mlo < len ? len - mlo : 0) : cnt;
+      weft_u64_t mlo, mn = ar_piece(me, part, lo, cnt, len, &mlo);
       weft_u64_t off = (r0 * n + mlo) * es;
       if (t == 0)
         weft_wait_until(arrivals + item, WEFT_CMP_GE, (weft_u64_t)(world - 1), "gemm_ar(pieces arrived)",

@@ -53,10 +53,11 @@ void weft_gemm_ar_destroy(weft_comm_t *comm) {
 
 /* The SM form's cut of c (kernels/gemm_ar.cu): rows per counter (64, coarser for m beyond the
  * counters), elements per piece (128 KB, more where the items would exceed the arrival counters),
- * and the bytes of one staging slot. */
+ * and the workspace's layout (the partial product, then world staging slots). */
 typedef struct gemm_ar_layout {
   int rows;
   unsigned long long piece, items, item_bytes, slot_bytes;
+  size_t partial_bytes; /* the partial product, rounded to 16: the staging slots follow it */
 } gemm_ar_layout_t;
 
 static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
@@ -76,12 +77,13 @@ static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
   /* a staged piece at its source's offset mod 16 */
   l.item_bytes = (l.piece < part ? l.piece : part) * es + 16;
   l.slot_bytes = l.items * l.item_bytes;
+  l.partial_bytes = ((size_t)m * (size_t)n * es + 15) & ~(size_t)15;
   return l;
 }
 
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
-  size_t es = weft_dtype_size(out), partial = ((size_t)m * (size_t)n * es + 15) & ~(size_t)15;
-  return partial + (size_t)world * gemm_ar_layout(world, m, n, es).slot_bytes;
+  gemm_ar_layout_t l = gemm_ar_layout(world, m, n, weft_dtype_size(out));
+  return l.partial_bytes + (size_t)world * l.slot_bytes;
 }
 
 /* The SM form (file comment). */
@@ -122,7 +124,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.grid[0] = (unsigned)g;
   lc.block[0] = GEMM_AR_THREADS;
   const char *partial = ws;
-  char *staging = (char *)ws + ((bytes + 15) & ~(size_t)15);
+  char *staging = (char *)ws + l.partial_bytes;
   int m = p->m, dt = (int)p->out, rows = l.rows, scatter = g / 2;
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
   void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &l.item_bytes, &c, &m, &n, &dt,

@@ -3,11 +3,11 @@
  * against float64 references that each rank computes on its GPU from every rank's inputs (a
  * rank regenerates its peers' random inputs from their seeds): random shapes (m not a multiple
  * of tile x world, odd n, wider row strides), both B layouts, bf16 and fp16 inputs, bf16, fp16
- * and fp32 outputs, each op's overlapped form, its sequential form and AUTO; the gathered A of
+ * and fp32 outputs, each op's overlapped form(s), its sequential form and AUTO; the gathered A of
  * AG+GEMM bit for bit. Inputs are drawn fresh each run; outputs, the gathered A and the
  * workspaces are poisoned (NaN) before each call; every element is checked. Then the three ops
- * (GEMM+AR in two forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of each op with random
- * straggler delays (a hang is a timeout, which fails the test).
+ * (GEMM+AR in two forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of
+ * each op with random straggler delays (a hang is a timeout, which fails the test).
  * Tolerances, ||out - ref|| / ||ref||: 1e-4 with fp32 outputs, 1e-2 with 16-bit ones (GEMM+RS and
  * GEMM+AR round each rank's partial product to the output type before the sum, as cuBLAS + NCCL
  * do; AG+GEMM is one GEMM: 5e-3 as in test_gemm.c).
