@@ -487,11 +487,16 @@ typedef struct weft_launch_config {
   unsigned cluster[3];     /* {0,0,0} or {1,1,1}: no cluster */
   size_t shared_bytes;     /* dynamic shared memory; raised above 48 KiB as needed */
   int cooperative;         /* all blocks co-resident (grid-wide sync allowed) */
+  int programmatic;        /* programmatic dependent launch: the kernel may start while the
+                              stream's previous kernel finishes; it must execute
+                              `griddepcontrol.wait` before it touches memory that kernel
+                              writes (until then: set-up only) */
 } weft_launch_config_t;
 
-#define WEFT_LAUNCH_CONFIG_INIT {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0}
+#define WEFT_LAUNCH_CONFIG_INIT {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0, 0}
 
-/* cuLaunchKernelEx with the cluster and cooperative attributes. args as for cuLaunchKernel. */
+/* cuLaunchKernelEx with the cluster, cooperative and programmatic-serialisation attributes.
+ * args as for cuLaunchKernel. */
 WEFT_API weft_status_t weft_kernel_launch(weft_kernel_t *kernel, const weft_launch_config_t *config,
                                           void **args, weft_stream_t stream);
 

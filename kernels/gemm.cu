@@ -107,8 +107,9 @@
  * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of CLUSTER_M, at
  * most the number of co-resident CTAs = SMs, one CTA per SM); cluster dims {CLUSTER_M, 1, 1};
  * dynamic smem (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it):
- *   STAGES * (BM*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 16 + 1024
- * (the 1024 is alignment slack; must be <= 232448).
+ *   STAGES * (BM*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 112 + 1024
+ * (16 * STAGES: the ring's barriers; 112: the split-K flag and the notify mailboxes; the 1024
+ * is alignment slack; must be <= 232448).
  * Every CTA strides over work items p = cluster_id, cluster_id + num_clusters, ... with
  * num_tiles = ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items.
  *
@@ -169,6 +170,10 @@
 #endif
 #ifndef WEFT_GEMM_NOTIFY_DEFER
 #define WEFT_GEMM_NOTIFY_DEFER 0
+#endif
+/* Experiment (dev/gemm): 1 = the release is made by a notifier warp, 0 = by the consumer. */
+#ifndef WEFT_GEMM_NOTIFY_WARP
+#define WEFT_GEMM_NOTIFY_WARP 1
 #endif
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0
@@ -523,6 +528,44 @@ __device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
 #endif
 }
 
+/* A release at gpu or sys scope is a memory barrier that waits for the issuing warp's
+ * outstanding writes: made by a consumer warpgroup once per tile it stalled the warpgroup's next
+ * wgmmas (+1 to +11% on H100 where tiles have few k-blocks). So with the notify hook each
+ * consumer warpgroup hands the counter of each completed, fenced tile to a notifier thread of
+ * the producer warpgroup (warps 1 and 2, otherwise idle), which makes the release. Causality
+ * carries over: the TMA store completed and was proxy-fenced in the consumer thread before its
+ * release.cta arrive on the mailbox; the notifier acquires that, and its gpu/sys release is
+ * cumulative. Mailbox of consumer warpgroup cw: NOTE_SLOTS slots of {full barrier, empty
+ * barrier, counter pointer (NULL: no more)}, 24 bytes each. */
+#define WEFT_GEMM_NOTES (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK && WEFT_GEMM_NOTIFY_WARP)
+#define WEFT_GEMM_NOTE_SLOTS 2
+
+__device__ __forceinline__ u32 weft_gemm_note_slot(u32 note, int cw, u32 i) {
+  return note + (u32)(cw * WEFT_GEMM_NOTE_SLOTS + (int)(i % WEFT_GEMM_NOTE_SLOTS)) * 24;
+}
+
+/* Consumer side (one thread): posts message *seq of warpgroup cw's mailbox. */
+__device__ __forceinline__ void weft_gemm_note_post(u32 note, int cw, u32 *seq, u64 *ctr) {
+  const u32 slot = weft_gemm_note_slot(note, cw, *seq);
+  weft_gemm_mbar_wait(slot + 8, ((*seq / WEFT_GEMM_NOTE_SLOTS) & 1) ^ 1);
+  asm volatile("st.shared.u64 [%0], %1;" ::"r"(slot + 16), "l"((u64)ctr) : "memory");
+  weft_gemm_mbar_arrive(slot); /* .release.cta */
+  (*seq)++;
+}
+
+/* Notifier side (one thread per consumer warpgroup): releases each posted counter, until NULL. */
+__device__ __forceinline__ void weft_gemm_note_serve(u32 note, int cw) {
+  for (u32 i = 0;; i++) {
+    const u32 slot = weft_gemm_note_slot(note, cw, i);
+    weft_gemm_mbar_wait(slot, (i / WEFT_GEMM_NOTE_SLOTS) & 1); /* .acquire.cta */
+    u64 ctr;
+    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(ctr) : "r"(slot + 16) : "memory");
+    weft_gemm_mbar_arrive(slot + 8);
+    if (!ctr) return;
+    weft_gemm_notify((u64 *)ctr);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* work decomposition                                                                        */
 /* ---------------------------------------------------------------------------------------- */
@@ -637,7 +680,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 bar_full = sC + WEFT_GEMM_EPI_BYTES;
   const u32 bar_empty = bar_full + 8 * WEFT_GEMM_STAGES;
   const u32 flag_addr = bar_empty + 8 * WEFT_GEMM_STAGES;
+  const u32 note = flag_addr + 16; /* the notify mailboxes (96 bytes) */
   (void)flag_addr;
+  (void)note;
 #if WEFT_GEMM_SPLITK
   volatile int *flag =
       (volatile int *)(weft_gemm_dyn_smem + (flag_addr - weft_gemm_smem(weft_gemm_dyn_smem)));
@@ -671,6 +716,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
       weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
+#if WEFT_GEMM_NOTES
+    for (int i = 0; i < 2 * WEFT_GEMM_NOTE_SLOTS; i++) {
+      weft_gemm_mbar_init(note + 24 * i, 1);
+      weft_gemm_mbar_init(note + 24 * i + 8, 1);
+    }
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
 #if WEFT_GEMM_CLUSTER_M > 1
@@ -680,6 +731,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
   __syncthreads();
 #endif
+  /* Launched with programmatic serialisation (weft_launch_config_t.programmatic), everything
+   * above overlaps the previous kernel's tail: A, B, C, the workspace and the hooks' words are
+   * touched only after that kernel completed. A successor may be launched at once: one that
+   * takes the attribute waits the same way for this grid's completion. Without the attribute
+   * both are no-ops. */
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
 #if WEFT_GEMM_HOOK_WAIT
   int to_tile = 0, to_index = 0;
@@ -767,6 +825,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
       }
     }
+#if WEFT_GEMM_NOTES
+    if (tid == 32 || tid == 64) weft_gemm_note_serve(note, tid / 32 - 1);
+#endif
   } else {
     /* ---------------- consumer warpgroups ---------------- */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_CONSUMER_REGS) ";");
@@ -779,6 +840,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     float d[WEFT_GEMM_WG_N / 2];
 #if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER && !WEFT_GEMM_SPLITK
     u64 *notify_pending = 0; /* counter of the last stored tile, not yet released */
+#endif
+#if WEFT_GEMM_NOTES
+    u32 note_seq = 0;
+#define WEFT_GEMM_NOTIFY_TILE(ctr) weft_gemm_note_post(note, cw, &note_seq, ctr)
+#else
+#define WEFT_GEMM_NOTIFY_TILE(ctr) weft_gemm_notify(ctr)
 #endif
     int stage = 0;
     u32 phase = 0;
@@ -954,7 +1021,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               /* the previous tile's stores finished long ago: complete, fence, release */
               weft_gemm_bulk_wait0();
               asm volatile("fence.proxy.async.global;" ::: "memory");
-              weft_gemm_notify(notify_pending);
+              WEFT_GEMM_NOTIFY_TILE(notify_pending);
               notify_pending = 0;
             } else {
               weft_gemm_bulk_wait_read0();
@@ -1027,14 +1094,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           if (notify_pending) { /* (a tile not stored in between) */
             weft_gemm_bulk_wait0();
             asm volatile("fence.proxy.async.global;" ::: "memory");
-            weft_gemm_notify(notify_pending);
+            WEFT_GEMM_NOTIFY_TILE(notify_pending);
           }
           notify_pending = ctr;
 #else
           /* the stored tile must be complete in global memory before the release */
           weft_gemm_bulk_wait0();
           asm volatile("fence.proxy.async.global;" ::: "memory");
-          weft_gemm_notify(ctr);
+          WEFT_GEMM_NOTIFY_TILE(ctr);
 #endif
         }
 #else
@@ -1050,10 +1117,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER
     if (wtid == 0 && notify_pending) {
       asm volatile("fence.proxy.async.global;" ::: "memory");
-      weft_gemm_notify(notify_pending);
+      WEFT_GEMM_NOTIFY_TILE(notify_pending);
     }
 #endif
+#if WEFT_GEMM_NOTES
+    if (wtid == 0) weft_gemm_note_post(note, cw, &note_seq, 0); /* the notifier's end */
 #endif
+#endif
+#undef WEFT_GEMM_NOTIFY_TILE
   }
 
 #if WEFT_GEMM_HOOK_WAIT

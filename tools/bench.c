@@ -15,12 +15,12 @@ static size_t parse_size_or_die(const char *s) {
 
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
   memset(b, 0, sizeof *b);
-  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 1, "bf16", NULL, NULL};
+  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (a[0] != '-' || !a[1] || a[2] || !v) {
-      fprintf(stderr, "weft-bench: bad option '%s' (options: -b -e -f -n -w -c -d -a -J)\n", a);
+      fprintf(stderr, "weft-bench: bad option '%s' (options: -b -e -f -n -w -G -c -d -a -J)\n", a);
       exit(2);
     }
     switch (a[1]) {
@@ -29,6 +29,7 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     case 'f': b->opt.factor = atof(v); break;
     case 'n': b->opt.iters = atoi(v); break;
     case 'w': b->opt.warmup = atoi(v); break;
+    case 'G': b->opt.graph = atoi(v); break;
     case 'c': b->opt.check = atoi(v); break;
     case 'd': b->opt.dtype = v; break;
     case 'a': b->opt.algo = v; break;
@@ -65,7 +66,8 @@ void bench_init(bench_t *b, const char *suite) {
     printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",
            suite, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, weft_get_version(),
            drv / 1000, drv % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
-    printf("# %d ranks; -n %d -w %d -c %d\n", b->world, b->opt.iters, b->opt.warmup, b->opt.check);
+    printf("# %d ranks; -n %d -w %d -G %d -c %d\n", b->world, b->opt.iters, b->opt.warmup, b->opt.graph,
+           b->opt.check);
     for (int r = 0; r < b->world; r++) printf("%s\n", lines[r].line);
     if (b->opt.json) {
       b->json = fopen(b->opt.json, "w");
@@ -141,6 +143,8 @@ int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v) {
     o->iters = atoi(v);
   } else if (!strcmp(opt, "-w")) {
     o->warmup = atoi(v);
+  } else if (!strcmp(opt, "-G")) {
+    o->graph = atoi(v);
   } else if (!strcmp(opt, "-J")) {
     o->json = v;
   } else {
@@ -160,11 +164,23 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
   CUevent e0, e1;
   BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CUgraphExec *graph = b->opt.graph ? calloc((size_t)nruns, sizeof *graph) : NULL;
+  for (int r = 0; graph && r < nruns; r++) {
+    CUgraph g;
+    BENCH_CU(cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
+    BENCH_CU(cuStreamEndCapture(b->stream, &g));
+    BENCH_CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
+    BENCH_CU(cuGraphDestroy(g));
+  }
   for (int i = -b->opt.warmup; i < n; i++)
     for (int r = 0; r < nruns; r++) {
       if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
       BENCH_CU(cuEventRecord(e0, b->stream));
-      for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
+      if (graph)
+        BENCH_CU(cuGraphLaunch(graph[r], b->stream));
+      else
+        for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
       BENCH_CU(cuEventRecord(e1, b->stream));
       /* bounded, and a GPU wait that timed out is reported by name */
       BENCH_CHECK(weft_stream_synchronize(b->comm, (weft_stream_t)b->stream));
@@ -177,6 +193,8 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     free(t[r]);
   }
   free(t);
+  for (int r = 0; graph && r < nruns; r++) BENCH_CU(cuGraphExecDestroy(graph[r]));
+  free(graph);
   BENCH_CU(cuEventDestroy(e0));
   BENCH_CU(cuEventDestroy(e1));
 }

@@ -18,6 +18,7 @@ typedef struct bench_opts {
   size_t min_bytes, max_bytes;
   double factor;     /* -f: size multiplier */
   int iters, warmup; /* -n, -w */
+  int graph;         /* -G 1: each sample is one CUDA graph of the batch (launch costs out) */
   int check;         /* -c: checked iterations */
   const char *dtype; /* -d */
   const char *algo;  /* -a */
@@ -80,7 +81,8 @@ double bench_max_across_ranks(bench_t *b, double v);
 typedef void (*bench_call_fn)(struct bench *b, void *ctx, int which);
 /* Times nruns runs interleaved (sample i of every run before sample i + 1 of any): -w warm-up
  * then -n samples each, a sample being BENCH_BATCH calls back to back between two events
- * (nccl-tests' way), after a host barrier of the ranks when `barrier`. us[r]: the median in
+ * (nccl-tests' way; with -G 1 the batch is captured once per run as a CUDA graph and each
+ * sample launches it), after a host barrier of the ranks when `barrier`. us[r]: the median in
  * microseconds per call, the largest across ranks. */
 #define BENCH_BATCH 10
 void bench_time_runs(struct bench *b, int nruns, bench_call_fn call, void *ctx, int barrier,
@@ -97,6 +99,7 @@ typedef struct bench_mm_opts {
   int kmajor;                               /* -l nk (1) | kn (0) */
   const char *dtype;                        /* -d bf16 | fp16 */
   int iters, warmup;                        /* -n, -w */
+  int graph;                                /* -G */
   const char *json;                         /* -J */
 } bench_mm_opts_t;
 /* Applies option opt with value v: 1 when it is one of the above, 0 when it is not, -1 for a bad

@@ -57,7 +57,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [--hooks] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -132,7 +132,7 @@ int main_gemm(int argc, char **argv) {
     }
   }
   memset(&b, 0, sizeof b);
-  b.opt.iters = iters, b.opt.warmup = o.warmup, b.opt.json = o.json, b.opt.dtype = dtype;
+  b.opt.iters = iters, b.opt.warmup = o.warmup, b.opt.graph = o.graph, b.opt.json = o.json, b.opt.dtype = dtype;
   bench_init(&b, "gemm");
 
   gemm_ctx_t x;

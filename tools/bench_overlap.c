@@ -98,7 +98,7 @@ static void run(bench_t *b, void *ctx, int which) {
 static void usage(const char *suite) {
   fprintf(stderr,
           "usage: weftrun -n N weft-bench %s [-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-a auto|ce|sm|seq] "
-          "[-n iters] [-w warmup] [-J file.json]\n", suite);
+          "[-n iters] [-w warmup] [-G 0|1] [-J file.json]\n", suite);
   exit(2);
 }
 
@@ -128,7 +128,8 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   setenv("WEFT_HEAP_SIZE", "3G", 0);
   bench_t b;
   memset(&b, 0, sizeof b);
-  b.opt.iters = o.iters, b.opt.warmup = o.warmup, b.opt.json = o.json, b.opt.dtype = dtype, b.opt.algo = algo;
+  b.opt.iters = o.iters, b.opt.warmup = o.warmup, b.opt.graph = o.graph, b.opt.json = o.json, b.opt.dtype = dtype,
+  b.opt.algo = algo;
   bench_init(&b, suite);
   int ws = b.world;
   ov_t x;

@@ -1,7 +1,7 @@
 /*
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
  * Usage: weftrun -n N weft-bench <suite> [-b min] [-e max] [-f factor] [-n iters] [-w warmup]
- *                                       [-c check] [-d dtype] [-a algo] [-J file.json]
+ *                                       [-G 0|1] [-c check] [-d dtype] [-a algo] [-J file.json]
  * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
  * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), ag_gemm, gemm_rs
  * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).

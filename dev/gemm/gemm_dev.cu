@@ -89,6 +89,7 @@ struct Cfg {
   int grid = 0;            /* 0: all co-resident CTAs */
   int mnswap = 0;          /* debug: swap LBO/SBO of N-major B */
   int timeout_printf = 0;
+  std::string extra;       /* experiments: X_NAME=v items, passed as -DWEFT_GEMM_NAME=v */
 };
 
 struct Prob {
@@ -103,7 +104,13 @@ static std::string cfg_str(const Cfg &c) {
            c.cluster, c.epi, c.group, c.splitk ? c.ks : 0, c.table ? ",TABLE=1" : "",
            c.wait ? ",WAIT=1" : "", c.notify ? (c.defer ? ",NOTIFY=DEFER" : ",NOTIFY=1") : "",
            c.mnswap ? ",MNSWAP=1" : "");
-  return b;
+  std::string r = b;
+  for (size_t i = 0; i < c.extra.size();) { /* -DWEFT_GEMM_NAME=v -> ,X_NAME=v */
+    size_t e = c.extra.find(' ', i);
+    r += ",X_" + c.extra.substr(i + 12, e - i - 12);
+    i = e + 1;
+  }
+  return r;
 }
 
 static void parse_cfg(Cfg &c, const char *s) {
@@ -130,6 +137,7 @@ static void parse_cfg(Cfg &c, const char *s) {
     else if (k == "DEFER") c.defer = v;
     else if (k == "GRID") c.grid = v;
     else if (k == "MNSWAP") c.mnswap = v;
+    else if (k.compare(0, 2, "X_") == 0) c.extra += "-DWEFT_GEMM_" + k.substr(2) + "=" + std::to_string(v) + " ";
     else { fprintf(stderr, "unknown --cfg key %s\n", key); exit(2); }
   }
 }
@@ -189,7 +197,7 @@ static Cfg fix_cfg(Cfg c, const Prob &p) {
 
 static size_t smem_bytes(const Cfg &c) {
   size_t stage = (size_t)c.bm * 64 * 2 + (size_t)c.bn * 64 * 2;
-  return c.stages * stage + (c.splitk ? 0 : 2 * c.epi * 8192) + 16 * c.stages + 16 + 1024;
+  return c.stages * stage + (c.splitk ? 0 : 2 * c.epi * 8192) + 16 * c.stages + 112 + 1024;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -219,6 +227,11 @@ static std::vector<std::string> defines(const Cfg &c, const Prob &p) {
   D("ORDER_TABLE", c.table) D("HOOK_WAIT", c.wait) D("HOOK_NOTIFY", c.notify)
   D("NOTIFY_DEFER", c.defer) D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
 #undef D
+  for (size_t i = 0; i < c.extra.size();) {
+    size_t e = c.extra.find(' ', i);
+    d.push_back(c.extra.substr(i, e - i));
+    i = e + 1;
+  }
   return d;
 }
 
@@ -1087,6 +1100,35 @@ static void suite_largesweep(void) {
   }
 }
 
+/* What each hook costs with its signals already set, and the experiments on it (X_ items):
+ * the wait with more producer registers (it spills 4 bytes at 40), the notify made by the
+ * consumer (X_NOTIFY_WARP=0, the old form) against a notifier warp, immediate and deferred,
+ * gpu and sys scope. Shapes: those where the hooks cost most on H100 (few k-blocks per tile,
+ * or 128-column tiles), and 8192^3. */
+static void suite_hookcost(void) {
+  /* each with the tile the library's wave estimate picks for it */
+  static const struct { int m, n, k; const char *cfg; } shapes[] = {
+      {8192, 2752, 4096, "BN=128,ST=6"}, {8192, 1792, 4096, "BN=128,ST=6"},
+      {8192, 4096, 1376, "BN=256,ST=4"}, {8192, 4096, 1792, "BN=256,ST=4"},
+      {8192, 8192, 3584, "BN=256,ST=4"}, {8192, 8192, 8192, "BN=256,ST=4"}};
+  static const char *hooks[] = {"WAIT=1", "WAIT=1,X_PRODUCER_REGS=48", "NOTIFY=1,X_NOTIFY_WARP=0",
+                                "NOTIFY=1,DEFER=1,X_NOTIFY_WARP=0", "NOTIFY=1", "NOTIFY=1,DEFER=1",
+                                "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1,X_NOTIFY_WARP=0",
+                                "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1",
+                                "WAIT=1,NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1,X_PRODUCER_REGS=48"};
+  for (auto &s : shapes) {
+    Prob p = {s.m, s.n, s.k, DT_BF16, DT_BF16, 1};
+    std::vector<Cfg> cs(1, choose_config(p));
+    parse_cfg(cs[0], s.cfg);
+    for (const char *h : hooks) {
+      Cfg x = cs[0];
+      parse_cfg(x, h);
+      cs.push_back(x);
+    }
+    perf_shape(p, cs, "hookcost");
+  }
+}
+
 static void suite_variants(void) {
   printf("== variant ladder at 8192^3 and 8192x3584x8192\n");
   const int shapes[][3] = {{8192, 8192, 8192}, {8192, 3584, 8192}};
@@ -1245,6 +1287,7 @@ int main(int argc, char **argv) {
   if (suite == "small" || suite == "all") suite_small();
   if (suite == "smallsweep") suite_smallsweep();
   if (suite == "largesweep") suite_largesweep();
+  if (suite == "hookcost") suite_hookcost();
   if (g_json) fclose(g_json);
   printf("%s\n", g_fail ? "FAILED" : "ALL OK");
   return g_fail ? 1 : 0;

@@ -84,7 +84,7 @@ static void encode(CUtensorMap *m, void *p, uint64_t inner, uint64_t outer, uint
 
 /* kernels/gemm.cu as the drivers use it: BM=128 BN=256, 4 stages, 2x1 clusters, bf16. */
 enum { GEMM_BM = 128, GEMM_BN = 256, GEMM_CL = 2 };
-#define GEMM_SMEM (4 * (GEMM_BM * 64 * 2 + GEMM_BN * 64 * 2) + 2 * 2 * 8192 + 16 * 4 + 16 + 1024)
+#define GEMM_SMEM (4 * (GEMM_BM * 64 * 2 + GEMM_BN * 64 * 2) + 2 * 2 * 8192 + 16 * 4 + 112 + 1024)
 
 /* extra: hook defines ("-DWEFT_GEMM_HOOK_WAIT=1", ...) */
 static weft_kernel_t *gemm_load(weft_comm_t *comm, const char *const *extra, int nextra,

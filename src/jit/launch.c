@@ -95,7 +95,7 @@ weft_status_t weft_kernel_launch(weft_kernel_t *k, const weft_launch_config_t *c
                            __FILE__, __LINE__);
   }
 
-  CUlaunchAttribute attrs[2];
+  CUlaunchAttribute attrs[3];
   memset(attrs, 0, sizeof attrs);
   unsigned n = 0;
   if (cluster) {
@@ -108,6 +108,11 @@ weft_status_t weft_kernel_launch(weft_kernel_t *k, const weft_launch_config_t *c
   if (c->cooperative) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attrs[n].value.cooperative = 1;
+    n++;
+  }
+  if (c->programmatic) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
     n++;
   }
   CUlaunchConfig lc = {

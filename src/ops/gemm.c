@@ -71,7 +71,7 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
   size_t stage = (size_t)c->bm * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
   return (size_t)c->stages * stage + (c->splitk ? 0 : 2 * (size_t)c->epi_bufs * 8192) +
-         16 * (size_t)c->stages + 16 + 1024;
+         16 * (size_t)c->stages + 112 + 1024;
 }
 
 uint64_t weft_gemm_notify_units(const weft_gemm_problem_t *p, const weft_gemm_config_t *c) {
@@ -348,6 +348,9 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_THREADS;
   lc.cluster[0] = (unsigned)cfg->cluster, lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = weft_gemm_smem_bytes(cfg);
+  static int pdl = -1; /* EXPERIMENT: WEFT_GEMM_PDL=1 */
+  if (pdl < 0) pdl = getenv("WEFT_GEMM_PDL") && atoi(getenv("WEFT_GEMM_PDL"));
+  lc.programmatic = pdl;
   void *cp = c;
   int M = p->m, N = p->n, K = p->k;
   const int *table = h ? h->order_table : NULL;

@@ -438,16 +438,16 @@ static void test_bad_inputs(void) {
     const char *what;
     weft_launch_config_t c;
   } bad[] = {
-      {"launch(grid.x 0)", {{0, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(grid.z 0)", {{1, 1, 0}, {1, 1, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(grid.y 65536)", {{1, 65536, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(block.y 0)", {{1, 1, 1}, {1, 0, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(block 1025 threads)", {{1, 1, 1}, {1025, 1, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(block 64x32 threads)", {{1, 1, 1}, {64, 32, 1}, {0, 0, 0}, 0, 0}},
-      {"launch(block.z 65)", {{1, 1, 1}, {1, 1, 65}, {0, 0, 0}, 0, 0}},
-      {"launch(cluster {2,0,0})", {{2, 1, 1}, {32, 1, 1}, {2, 0, 0}, 0, 0}},
-      {"launch(cluster 2 on grid 3)", {{3, 1, 1}, {32, 1, 1}, {2, 1, 1}, 0, 0}},
-      {"launch(cluster.y 2 on grid.y 1)", {{4, 1, 1}, {32, 1, 1}, {1, 2, 1}, 0, 0}},
+      {"launch(grid.x 0)", {{0, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(grid.z 0)", {{1, 1, 0}, {1, 1, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(grid.y 65536)", {{1, 65536, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(block.y 0)", {{1, 1, 1}, {1, 0, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(block 1025 threads)", {{1, 1, 1}, {1025, 1, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(block 64x32 threads)", {{1, 1, 1}, {64, 32, 1}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(block.z 65)", {{1, 1, 1}, {1, 1, 65}, {0, 0, 0}, 0, 0, 0}},
+      {"launch(cluster {2,0,0})", {{2, 1, 1}, {32, 1, 1}, {2, 0, 0}, 0, 0, 0}},
+      {"launch(cluster 2 on grid 3)", {{3, 1, 1}, {32, 1, 1}, {2, 1, 1}, 0, 0, 0}},
+      {"launch(cluster.y 2 on grid.y 1)", {{4, 1, 1}, {32, 1, 1}, {1, 2, 1}, 0, 0, 0}},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     EXPECT_STATUS(bad[i].what, weft_kernel_launch(kern, &bad[i].c, NULL, NULL),
