@@ -182,10 +182,22 @@
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
 #endif
 #ifndef WEFT_GEMM_PRODUCER_REGS
-#define WEFT_GEMM_PRODUCER_REGS 40
+#define WEFT_GEMM_PRODUCER_REGS 48 /* 48 * 128 + 2 * 232 * 128 = the 64K registers of an SM */
 #endif
 #ifndef WEFT_GEMM_CONSUMER_REGS
 #define WEFT_GEMM_CONSUMER_REGS 232
+#endif
+/* Debug only (dev/gemm): %globaltimer stamps per CTA into notify_counters[4 * blockIdx.x + i]
+ * (with HOOK_NOTIFY=0): 0 entry, 1 first stage full, 2 last mainloop done, 3 last epilogue done
+ * (1-3 seen by consumer warpgroup 0). */
+#ifndef WEFT_GEMM_TRACE
+#define WEFT_GEMM_TRACE 0
+#endif
+#if WEFT_GEMM_TRACE
+#define WEFT_GEMM_STAMP(i) \
+  asm volatile("{.reg .u64 t;\nmov.u64 t, %%globaltimer;\nst.global.u64 [%0], t;}" ::"l"(notify_counters + 4 * blockIdx.x + (i)) : "memory")
+#else
+#define WEFT_GEMM_STAMP(i) ((void)0)
 #endif
 /* Debug only: swap LBO/SBO of the N-major B descriptor. */
 #ifndef WEFT_GEMM_MN_SWAP
@@ -672,6 +684,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
               int k_splits, weft_device_error_t *error, long long ldc) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
+  if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
   u32 base = (weft_gemm_smem(weft_gemm_dyn_smem) + 1023u) & ~1023u;
   const u32 sA = base;
@@ -855,6 +868,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       int prev = -1;
       for (int kb = w.kb0; kb < w.kb1; kb++) {
         weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
+        if (WEFT_GEMM_TRACE && tid == 128 && p == cluster_id && kb == w.kb0) WEFT_GEMM_STAMP(1);
         const u32 a_base = sA + stage * WEFT_GEMM_A_BYTES + row_off * 128;
         const u32 b_stage = sB + stage * WEFT_GEMM_B_BYTES;
         weft_gemm_wgmma_fence();
@@ -892,6 +906,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
       }
       WEFT_GEMM_WGMMA_WAIT(0);
+      if (tid == 128) WEFT_GEMM_STAMP(2);
       if (prev >= 0 && wtid == 0) {
 #if WEFT_GEMM_CLUSTER_M > 1
         for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
@@ -1125,6 +1140,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #endif
 #undef WEFT_GEMM_NOTIFY_TILE
+    if (tid == 128) WEFT_GEMM_STAMP(3);
   }
 
 #if WEFT_GEMM_HOOK_WAIT

@@ -13,7 +13,8 @@
  *
  *   gemm_dev --suite compile|correct|perf|small|hooks|variants|timeout|all
  *   gemm_dev --m M --n N --k K [--dtype bf16|fp16] [--out bf16|fp16|f32] [--layout nk|kn]
- *            [--cfg BM=128,BN=256,ST=4,CL=2,EPI=2,G=8,KS=1,TABLE=0,WAIT=0,NOTIFY=0] [--check]
+ *            [--cfg BM=128,BN=256,ST=4,CL=2,EPI=2,G=8,KS=1,TABLE=0,WAIT=0,NOTIFY=0,X_NAME=v]...
+ *            [--check] [--trace]   (several --cfg: timed interleaved; X_: -DWEFT_GEMM_NAME=v)
  *   common: --src kernels/gemm.cu --inc include --samples 15 --json file
  */
 #include <cublas_v2.h>
@@ -1101,8 +1102,7 @@ static void suite_largesweep(void) {
 }
 
 /* What each hook costs with its signals already set, and the experiments on it (X_ items):
- * the wait with more producer registers (it spills 4 bytes at 40), the notify made by the
- * consumer (X_NOTIFY_WARP=0, the old form) against a notifier warp, immediate and deferred,
+ * the notify made by the consumer (X_NOTIFY_WARP=0, the old form) against a notifier warp, immediate and deferred,
  * gpu and sys scope. Shapes: those where the hooks cost most on H100 (few k-blocks per tile,
  * or 128-column tiles), and 8192^3. */
 static void suite_hookcost(void) {
@@ -1111,11 +1111,11 @@ static void suite_hookcost(void) {
       {8192, 2752, 4096, "BN=128,ST=6"}, {8192, 1792, 4096, "BN=128,ST=6"},
       {8192, 4096, 1376, "BN=256,ST=4"}, {8192, 4096, 1792, "BN=256,ST=4"},
       {8192, 8192, 3584, "BN=256,ST=4"}, {8192, 8192, 8192, "BN=256,ST=4"}};
-  static const char *hooks[] = {"WAIT=1", "WAIT=1,X_PRODUCER_REGS=48", "NOTIFY=1,X_NOTIFY_WARP=0",
+  static const char *hooks[] = {"WAIT=1", "NOTIFY=1,X_NOTIFY_WARP=0",
                                 "NOTIFY=1,DEFER=1,X_NOTIFY_WARP=0", "NOTIFY=1", "NOTIFY=1,DEFER=1",
                                 "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1,X_NOTIFY_WARP=0",
                                 "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1",
-                                "WAIT=1,NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1,X_PRODUCER_REGS=48"};
+                                "WAIT=1,NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1"};
   for (auto &s : shapes) {
     Prob p = {s.m, s.n, s.k, DT_BF16, DT_BF16, 1};
     std::vector<Cfg> cs(1, choose_config(p));
@@ -1127,6 +1127,47 @@ static void suite_hookcost(void) {
     }
     perf_shape(p, cs, "hookcost");
   }
+}
+
+/* --trace: one launch (after warm-up, so L2 holds what fits, as in back-to-back calls) of the
+ * kernel built with WEFT_GEMM_TRACE=1; per CTA %globaltimer stamps, in us: entry after the first
+ * CTA's, entry to the first full stage, the mainloop(s), the last epilogue; medians and maxima. */
+static void trace_run(const Prob &p, Cfg c) {
+  c.extra += "-DWEFT_GEMM_TRACE=1 ";
+  Inst I;
+  inst_alloc(I, p);
+  Kern *k = get_kernel(c, p, false);
+  const int cap = 4 * 1024;
+  unsigned long long *buf, *save = I.notif;
+  CK(cudaMalloc(&buf, cap * 8));
+  I.notif = buf;
+  for (int i = 0; i < 5; i++) run_weft(I, c, k, I.C, 0);
+  CK(cudaMemset(buf, 0, cap * 8));
+  run_weft(I, c, k, I.C, 0);
+  CK(cudaDeviceSynchronize());
+  std::vector<unsigned long long> t(cap);
+  CK(cudaMemcpy(t.data(), buf, cap * 8, cudaMemcpyDeviceToHost));
+  unsigned long long t0 = ~0ull;
+  int n = 0;
+  for (int i = 0; i < cap / 4 && t[4 * i]; i++, n++) t0 = std::min(t0, t[4 * i]);
+  std::vector<double> v[5];
+  for (int i = 0; i < n; i++) {
+    const unsigned long long *q = &t[4 * i];
+    if (!q[1] || !q[2] || !q[3]) continue; /* a CTA without work */
+    v[0].push_back((q[0] - t0) * 1e-3);
+    v[1].push_back((q[1] - q[0]) * 1e-3);
+    v[2].push_back(((long long)q[2] - (long long)q[1]) * 1e-3);
+    v[3].push_back(((long long)q[3] - (long long)q[2]) * 1e-3);
+    v[4].push_back((q[3] - t0) * 1e-3);
+  }
+  auto mx = [](std::vector<double> x) { return x.empty() ? 0.0 : *std::max_element(x.begin(), x.end()); };
+  printf("  trace %-26s %-44s %d CTAs (%zu with work): entry +%.2f/%.2f | first data %.2f/%.2f | "
+         "mainloops %.2f/%.2f | last epilogue %.2f/%.2f | end %.2f/%.2f us (median/max)\n",
+         shape_str(p), cfg_str(c).c_str(), n, v[0].size(), median(v[0]), mx(v[0]), median(v[1]),
+         mx(v[1]), median(v[2]), mx(v[2]), median(v[3]), mx(v[3]), median(v[4]), mx(v[4]));
+  I.notif = save;
+  CK(cudaFree(buf));
+  inst_free(I);
 }
 
 static void suite_variants(void) {
@@ -1180,8 +1221,8 @@ static void suite_timeout(void) {
 int main(int argc, char **argv) {
   std::string suite;
   Prob p = {0, 0, 0, DT_BF16, DT_BF16, 1};
-  Cfg cfg;
-  bool have_cfg = false, check = false;
+  std::vector<Cfg> cfgs;
+  bool check = false, trace = false;
   const char *json = NULL;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -1197,7 +1238,8 @@ int main(int argc, char **argv) {
     else if (a == "--dtype") p.din = dt(nx());
     else if (a == "--out") p.dout = dt(nx());
     else if (a == "--layout") p.bkmajor = strcmp(nx(), "kn") != 0;
-    else if (a == "--cfg") { parse_cfg(cfg, nx()); have_cfg = true; }
+    else if (a == "--cfg") { cfgs.push_back(Cfg()); parse_cfg(cfgs.back(), nx()); }
+    else if (a == "--trace") trace = true;
     else if (a == "--check") check = true;
     else if (a == "--src") g_src_path = nx();
     else if (a == "--inc") g_inc = nx();
@@ -1223,7 +1265,7 @@ int main(int argc, char **argv) {
     suite_compile();
     if (p.M) {
       g_compile_only = true;
-      get_kernel(have_cfg ? cfg : choose_config(p), p, true);
+      get_kernel(cfgs.empty() ? choose_config(p) : cfgs[0], p, true);
     }
     printf("%s\n", g_fail ? "FAILED" : "ALL OK");
     return g_fail ? 1 : 0;
@@ -1267,15 +1309,19 @@ int main(int argc, char **argv) {
   if (json) g_json = fopen(json, "w");
 
   if (p.M) {
-    Cfg c = have_cfg ? cfg : choose_config(p);
-    get_kernel(c, p, true);
-    if (check) {
-      Inst I;
-      inst_alloc(I, p);
-      check_ref64(I, c);
-      inst_free(I);
+    if (cfgs.empty()) cfgs.push_back(choose_config(p));
+    for (auto &c : cfgs) {
+      get_kernel(c, p, true);
+      if (check) {
+        Inst I;
+        inst_alloc(I, p);
+        check_ref64(I, c);
+        inst_free(I);
+      }
     }
-    perf_shape(p, {c}, "one");
+    perf_shape(p, cfgs, "one");
+    if (trace)
+      for (auto &c : cfgs) trace_run(p, c);
   }
   if (suite == "timeout") suite_timeout();
   if (suite == "smoke") suite_smoke();
