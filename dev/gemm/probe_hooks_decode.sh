@@ -23,7 +23,7 @@ nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_de
 wait || true
 [ -x build/tools/weft-bench ] || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
 echo "builds $(( $(date +%s) - t0 )) s" > "$out/summary.txt"
-G="$out/gemm_dev"
+G="stdbuf -oL $out/gemm_dev"
 W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 has() { [[ " $sections " == *" $1 "* ]]; }
 if has hooks; then
