@@ -30,7 +30,12 @@
  *                        be 64, 128, 192 or 256 (BM=128: BN 64..256; BM=64: BN 128..512, but the
  *                        B box is BN rows and TMA boxes stop at 256, so BM=64 uses BN 128/256).
  *                        N-major B ([K,N]) needs BN a multiple of 64 * CLUSTER_M.
- *   WEFT_GEMM_STAGES     [4] smem ring depth (2..8; see the smem formula below)
+ *   WEFT_GEMM_A_ROWS     [BM] rows of A loaded per stage. Decode (M <= 32) with BM=64 and no
+ *                        cluster: 8, 16 or 32, so that the ring holds B rather than A's zero
+ *                        rows. The 64-row wgmma still reads 64 rows from the stage's A start,
+ *                        i.e. the next stages' rows (or B's bytes) as its rows A_ROWS..63:
+ *                        valid only with M <= A_ROWS (those output rows are never stored).
+ *   WEFT_GEMM_STAGES     [4] smem ring depth (2..16; see the smem formula below)
  *   WEFT_GEMM_DTYPE_IN   [0] 0 = bf16, 1 = fp16 (A and B the same)
  *   WEFT_GEMM_OUT        [0] 0 = bf16, 1 = fp16, 2 = fp32
  *   WEFT_GEMM_B_KMAJOR   [1] 1: B is [N,K] row-major (K contiguous, "weights", C = A B^T);
@@ -94,7 +99,7 @@
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
- *   tm_a: dims {K, M}, strides {K*2}, box {64, BM}
+ *   tm_a: dims {K, M}, strides {K*2}, box {64, A_ROWS}
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
  *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64}
@@ -107,7 +112,7 @@
  * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of CLUSTER_M, at
  * most the number of co-resident CTAs = SMs, one CTA per SM); cluster dims {CLUSTER_M, 1, 1};
  * dynamic smem (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it):
- *   STAGES * (BM*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 112 + 1024
+ *   STAGES * (A_ROWS*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 112 + 1024
  * (16 * STAGES: the ring's barriers; 112: the split-K flag and the notify mailboxes; the 1024
  * is alignment slack; must be <= 232448).
  * Every CTA strides over work items p = cluster_id, cluster_id + num_clusters, ... with
@@ -134,6 +139,9 @@
 #endif
 #ifndef WEFT_GEMM_BN
 #define WEFT_GEMM_BN 256
+#endif
+#ifndef WEFT_GEMM_A_ROWS
+#define WEFT_GEMM_A_ROWS WEFT_GEMM_BM
 #endif
 #ifndef WEFT_GEMM_STAGES
 #define WEFT_GEMM_STAGES 4
@@ -209,7 +217,7 @@
 #define WEFT_GEMM_OUT_SIZE (WEFT_GEMM_OUT == 2 ? 4 : 2)
 #define WEFT_GEMM_BOX_COLS (128 / WEFT_GEMM_OUT_SIZE)
 #define WEFT_GEMM_EPI_BOXES (WEFT_GEMM_WG_N * WEFT_GEMM_OUT_SIZE / 128)
-#define WEFT_GEMM_A_BYTES (WEFT_GEMM_BM * WEFT_GEMM_BK * 2)
+#define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
 #if WEFT_GEMM_SPLITK
@@ -229,6 +237,10 @@
 /* 32 columns are half a 128-byte staging box (TMA epilogue) and half a 64-column swizzle
  * block of [K,N] B: only the direct-store kernel with [N,K] B takes them */
 #error "a per-warpgroup N of 32 needs WEFT_GEMM_SPLITK=1 and [N,K] B"
+#endif
+#if WEFT_GEMM_A_ROWS != WEFT_GEMM_BM && \
+    (WEFT_GEMM_BM != 64 || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_A_ROWS % 8 || WEFT_GEMM_A_ROWS > 64)
+#error "WEFT_GEMM_A_ROWS below BM needs BM=64, no cluster, and a multiple of 8 (a swizzle atom)"
 #endif
 #if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
 #error "WEFT_GEMM_CLUSTER_M must be 1 or 2"

@@ -85,6 +85,7 @@ static int dt_size(int dt) { return dt == DT_F32 ? 4 : 2; }
 struct Cfg {
   int bm = 128, bn = 256, stages = 4, cluster = 2, epi = 2, group = 8;
   int splitk = 0, ks = 1;  /* split-K kernel, number of splits */
+  int arows = 0;           /* rows of A per stage (0: BM; decode: WEFT_GEMM_A_ROWS) */
   int table = 0;           /* 0 device grouped order, 1 Hilbert table */
   int wait = 0, notify = 0, defer = 0;
   int grid = 0;            /* 0: all co-resident CTAs */
@@ -106,6 +107,7 @@ static std::string cfg_str(const Cfg &c) {
            c.wait ? ",WAIT=1" : "", c.notify ? (c.defer ? ",NOTIFY=DEFER" : ",NOTIFY=1") : "",
            c.mnswap ? ",MNSWAP=1" : "");
   std::string r = b;
+  if (c.arows) r += ",AR=" + std::to_string(c.arows);
   for (size_t i = 0; i < c.extra.size();) { /* -DWEFT_GEMM_NAME=v -> ,X_NAME=v */
     size_t e = c.extra.find(' ', i);
     r += ",X_" + c.extra.substr(i + 12, e - i - 12);
@@ -127,6 +129,7 @@ static void parse_cfg(Cfg &c, const char *s) {
     std::string k = key;
     if (k == "BM") c.bm = v;
     else if (k == "BN") c.bn = v;
+    else if (k == "AR") c.arows = v;
     else if (k == "ST") c.stages = v;
     else if (k == "CL") c.cluster = v;
     else if (k == "EPI") c.epi = v;
@@ -186,19 +189,21 @@ static Cfg choose_config(const Prob &p) {
   return c;
 }
 
-/* EPI_BUFS must divide the warpgroup's output boxes (WG_N * outsize / 128) */
+static size_t smem_bytes(const Cfg &c) {
+  size_t stage = (size_t)(c.arows ? c.arows : c.bm) * 64 * 2 + (size_t)c.bn * 64 * 2;
+  return c.stages * stage + (c.splitk ? 0 : 2 * c.epi * 8192) + 16 * c.stages + 112 + 1024;
+}
+
+/* EPI_BUFS must divide the warpgroup's output boxes; as many stages as asked for that fit */
 static Cfg fix_cfg(Cfg c, const Prob &p) {
   int wgn = c.bm == 128 ? c.bn : c.bn / 2;
   int boxes = wgn * dt_size(p.dout) / 128;
-  if (c.splitk || boxes < 1) return c; /* direct-store epilogue: no staging boxes */
-  if (c.epi > boxes) c.epi = boxes;
-  while (boxes % c.epi) c.epi--;
+  if (!c.splitk && boxes >= 1) { /* the direct-store epilogue has no staging boxes */
+    if (c.epi > boxes) c.epi = boxes;
+    while (boxes % c.epi) c.epi--;
+  }
+  while (smem_bytes(c) > 232448 && c.stages > 2) c.stages--;
   return c;
-}
-
-static size_t smem_bytes(const Cfg &c) {
-  size_t stage = (size_t)c.bm * 64 * 2 + (size_t)c.bn * 64 * 2;
-  return c.stages * stage + (c.splitk ? 0 : 2 * c.epi * 8192) + 16 * c.stages + 112 + 1024;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -223,7 +228,7 @@ static std::vector<std::string> defines(const Cfg &c, const Prob &p) {
 #define D(name, val)                                 \
   snprintf(b, sizeof b, "-DWEFT_GEMM_%s=%d", name, (int)(val)); \
   d.push_back(b);
-  D("BM", c.bm) D("BN", c.bn) D("STAGES", c.stages) D("DTYPE_IN", p.din) D("OUT", p.dout)
+  D("BM", c.bm) D("BN", c.bn) D("A_ROWS", c.arows ? c.arows : c.bm) D("STAGES", c.stages) D("DTYPE_IN", p.din) D("OUT", p.dout)
   D("B_KMAJOR", p.bkmajor) D("CLUSTER_M", c.cluster) D("GROUP", c.group) D("EPI_BUFS", c.epi)
   D("ORDER_TABLE", c.table) D("HOOK_WAIT", c.wait) D("HOOK_NOTIFY", c.notify)
   D("NOTIFY_DEFER", c.defer) D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
@@ -569,11 +574,11 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   Cfg c = fix_cfg(c0, p);
   char key[256];
   snprintf(key, sizeof key, "%p %p %p %d %d %d %d %d %d %d %d %d %d %d", I.A, I.B, out, p.M, p.N,
-           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, 0);
+           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, c.arows);
   auto mit = g_maps.find(key);
   if (mit == g_maps.end()) {
     Maps m;
-    m.a = make_map(I.A, p.din, p.K, p.M, 64, c.bm);
+    m.a = make_map(I.A, p.din, p.K, p.M, 64, c.arows ? c.arows : c.bm);
     m.b = p.bkmajor ? make_map(I.B, p.din, p.K, p.N, 64, c.bn / c.cluster)
                     : make_map(I.B, p.din, p.N, p.K, 64, 64);
     m.c = c.splitk ? m.a : make_map(out, p.dout, p.N, p.M, 128 / dt_size(p.dout), 64);

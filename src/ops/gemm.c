@@ -69,7 +69,7 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 /* ---- heuristic --------------------------------------------------------------------------------- */
 
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
-  size_t stage = (size_t)c->bm * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
+  size_t stage = (size_t)(c->a_rows ? c->a_rows : c->bm) * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
   return (size_t)c->stages * stage + (c->splitk ? 0 : 2 * (size_t)c->epi_bufs * 8192) +
          16 * (size_t)c->stages + 112 + 1024;
 }
@@ -124,7 +124,10 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
     c->splitk = ks > 1 || (c->bm == 128 ? c->bn : c->bn / 2) == 32;
     c->cluster = 1;
-    c->stages = c->bm == 128 && c->bn == 128 ? 6 : 8;
+    /* B streams from memory: the ring should hold B, not A's zero rows (a 64-row tile for m <= 32
+     * loads only the rows that exist, rounded to a swizzle atom), and as many stages as fit */
+    if (c->bm == 64 && p->m <= 32) c->a_rows = p->m <= 8 ? 8 : p->m <= 16 ? 16 : 32;
+    c->stages = WEFT_GEMM_MAX_STAGES;
   } else {
     /* Large m: 128-row tiles in 2x1 clusters, as wide as wave quantisation allows. A persistent
      * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
@@ -165,6 +168,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   } while (0)
   GEMM_DEFINE("BM", c->bm);
   GEMM_DEFINE("BN", c->bn);
+  GEMM_DEFINE("A_ROWS", c->a_rows ? c->a_rows : c->bm);
   GEMM_DEFINE("STAGES", c->stages);
   GEMM_DEFINE("CLUSTER_M", c->cluster);
   GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
@@ -325,7 +329,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   WEFT_CHECK(gemm_kernel(comm, p, cfg, h, &g));
 
   CUtensorMap ta, tb, tc;
-  WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK, (uint32_t)cfg->bm));
+  WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
+                    (uint32_t)(cfg->a_rows ? cfg->a_rows : cfg->bm)));
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
                       (uint32_t)(cfg->bn / cfg->cluster)));

@@ -27,6 +27,7 @@ typedef struct weft_gemm_config {
   int bm, bn, stages, cluster, epi_bufs, group;
   int splitk;   /* the direct-store / split-K kernel (WEFT_GEMM_SPLITK=1) */
   int k_splits; /* 1 with splitk: direct store, no workspace */
+  int a_rows;   /* rows of A per stage: 0 = bm; 8, 16 or 32 for m <= a_rows (WEFT_GEMM_A_ROWS) */
 } weft_gemm_config_t;
 
 /* The overlap hooks. A NULL pointer leaves its hook compiled out. */
@@ -66,6 +67,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cf
 /* Dynamic shared memory of a configuration (bytes); the kernel allows at most
  * WEFT_GEMM_MAX_SMEM. */
 #define WEFT_GEMM_MAX_SMEM 232448
+#define WEFT_GEMM_MAX_STAGES 16 /* kernels/gemm.cu: the ring of mbarriers */
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
 
 /* What a HOOK_NOTIFY kernel of cfg adds, over all tile columns, for one row of 64-row sub-tiles
