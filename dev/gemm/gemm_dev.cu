@@ -1271,7 +1271,8 @@ int main(int argc, char **argv) {
     suite_compile();
     if (p.M) {
       g_compile_only = true;
-      get_kernel(cfgs.empty() ? choose_config(p) : cfgs[0], p, true);
+      if (cfgs.empty()) cfgs.push_back(choose_config(p));
+      for (auto &c : cfgs) get_kernel(c, p, true);
     }
     printf("%s\n", g_fail ? "FAILED" : "ALL OK");
     return g_fail ? 1 : 0;
