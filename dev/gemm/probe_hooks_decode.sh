@@ -41,9 +41,9 @@ if has trace; then
     set -- $s
     if [ $1 -le 32 ]; then
       ar=$(( $1 <= 8 ? 8 : $1 <= 16 ? 16 : 32 ))
-      cf="BM=64,BN=128,ST=16,CL=1,EPI=1,KS=3,AR=$ar BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1,AR=$ar BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1,AR=$ar BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2,AR=$ar BM=64,BN=128,ST=8,CL=1,EPI=1,KS=3"
+      cf="BM=64,BN=64,ST=16,EPI=1,KS=2,AR=$ar BM=64,BN=64,ST=16,EPI=1,KS=2,AR=$ar,X_MMA_DEPTH=2 BM=64,BN=64,ST=16,EPI=1,KS=2,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=64,ST=16,EPI=1,KS=1,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,EPI=1,KS=3,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,EPI=1,KS=1,AR=$ar,X_MMA_DEPTH=3"
     else
-      cf="BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1 BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1 BM=128,BN=128,ST=16,CL=1,EPI=2,KS=1 BM=128,BN=64,ST=16,CL=1,EPI=1,KS=1 BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2"
+      cf="BM=64,BN=64,ST=16,EPI=1,KS=1 BM=64,BN=64,ST=16,EPI=1,KS=1,X_MMA_DEPTH=2 BM=64,BN=64,ST=16,EPI=1,KS=1,X_MMA_DEPTH=3 BM=128,BN=64,ST=16,EPI=1,KS=1,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,EPI=1,KS=1,X_MMA_DEPTH=3 BM=128,BN=128,ST=16,EPI=2,KS=1,X_MMA_DEPTH=3"
     fi
     args=""; for c in $cf; do args="$args --cfg $c"; done
     timeout 60 $G --m $1 --n $2 --k $3 --samples 20 ${TRACE:+--trace} $args >> "$out/trace.log" 2>&1
@@ -77,7 +77,7 @@ if has ncu && command -v ncu > /dev/null; then
 fi
 has hooks && { echo "---- hooks (correctness)"; grep -h "hooks.*exact\|WRONG\|FAIL\|ALL OK" "$out/hooks.log" | head -12; }
 has hookcost && { echo "---- hookcost"; grep -v "^compiled\|^ptxas\|^weft gemm_dev\|^device" "$out/hookcost.log" | tail -70; }
-has trace && { echo "---- trace"; grep -E "^  (one|trace)|FAIL" "$out/trace.log" | sed 's/bf16->bf16 B\[N,K\]//; s/,CL=1//; s/,G=8//; s/TFLOP\/s//'; }
+has trace && { echo "---- trace"; grep -E "^  (one|trace)|FAIL" "$out/trace.log" | sed 's/bf16->bf16 B\[N,K\]//; s/,CL=1//; s/,G=8//; s/,EPI=[0-9]//; s/TFLOP\/s//'; }
 has ctest && { echo "---- ctest"; grep -E "Test +#|tests passed|FAIL|WRONG" "$out/ctest_gemm.log" | head; }
 for f in "$out"/decode_*.log; do [ -f "$f" ] && { echo "---- $(basename "$f")"; grep -v "^#  rank" "$f" | tail -11; }; done
 has bench && { echo "---- bench hooks"; tail -6 "$out/bench_hooks.log"; }
