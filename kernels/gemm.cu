@@ -36,9 +36,6 @@
  *                        i.e. the next stages' rows (or B's bytes) as its rows A_ROWS..63:
  *                        valid only with M <= A_ROWS (those output rows are never stored).
  *   WEFT_GEMM_STAGES     [4] smem ring depth (2..16; see the smem formula below)
- *   WEFT_GEMM_MMA_DEPTH  [1] wgmma groups (k-blocks) a consumer keeps in flight before it waits
- *                        and hands the oldest stage back (< STAGES). Small tiles (decode) are
- *                        latency-bound on that wait: 2-3 there
  *   WEFT_GEMM_DTYPE_IN   [0] 0 = bf16, 1 = fp16 (A and B the same)
  *   WEFT_GEMM_OUT        [0] 0 = bf16, 1 = fp16, 2 = fp32
  *   WEFT_GEMM_B_KMAJOR   [1] 1: B is [N,K] row-major (K contiguous, "weights", C = A B^T);
@@ -148,9 +145,6 @@
 #endif
 #ifndef WEFT_GEMM_STAGES
 #define WEFT_GEMM_STAGES 4
-#endif
-#ifndef WEFT_GEMM_MMA_DEPTH
-#define WEFT_GEMM_MMA_DEPTH 1
 #endif
 #ifndef WEFT_GEMM_DTYPE_IN
 #define WEFT_GEMM_DTYPE_IN 0
@@ -320,15 +314,6 @@ __device__ __forceinline__ void weft_gemm_mbar_arrive_cluster(u32 bar, u32 cta) 
 
 __device__ __forceinline__ void weft_gemm_mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-/* A consumer warpgroup hands ring stage s back (to both CTAs' producers in a cluster). */
-__device__ __forceinline__ void weft_gemm_release(u32 bar_empty, int s) {
-#if WEFT_GEMM_CLUSTER_M > 1
-  for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++) weft_gemm_mbar_arrive_cluster(bar_empty + 8 * s, r);
-#else
-  weft_gemm_mbar_arrive(bar_empty + 8 * s);
-#endif
 }
 
 __device__ __forceinline__ void weft_gemm_tma_load(u32 dst, const weft_gemm_tmap_t *map,
@@ -892,7 +877,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     for (int p = cluster_id; p < num_work; p += num_clusters) {
       weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                             cta_rank);
-      int done = 0; /* k-blocks of this tile whose wgmmas were committed */
+      int prev = -1;
       for (int kb = w.kb0; kb < w.kb1; kb++) {
         weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
         if (WEFT_GEMM_TRACE && tid == 128 && p == cluster_id && kb == w.kb0) WEFT_GEMM_STAMP(1);
@@ -914,12 +899,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           weft_gemm_wgmma(d, da, db, (kb > w.kb0 || kk > 0) ? 1 : 0);
         }
         weft_gemm_wgmma_commit();
-        if (++done > WEFT_GEMM_MMA_DEPTH) {
-          /* the wgmmas of the stage MMA_DEPTH k-blocks back are done: hand its buffers back */
-          asm volatile("wgmma.wait_group.sync.aligned " WEFT_GEMM_STR(WEFT_GEMM_MMA_DEPTH) ";" ::: "memory");
-          if (wtid == 0)
-            weft_gemm_release(bar_empty, (stage + WEFT_GEMM_STAGES - WEFT_GEMM_MMA_DEPTH) % WEFT_GEMM_STAGES);
+        if (prev >= 0) {
+          /* the previous stage's wgmmas are done: hand its buffers back */
+          WEFT_GEMM_WGMMA_WAIT(1);
+          if (wtid == 0) {
+#if WEFT_GEMM_CLUSTER_M > 1
+            for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
+              weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
+#else
+            weft_gemm_mbar_arrive(bar_empty + 8 * prev);
+#endif
+          }
         }
+        prev = stage;
         if (++stage == WEFT_GEMM_STAGES) {
           stage = 0;
           phase ^= 1;
@@ -927,9 +919,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
       WEFT_GEMM_WGMMA_WAIT(0);
       if (tid == 128) WEFT_GEMM_STAMP(2);
-      if (wtid == 0) /* the last stages not yet handed back, oldest first */
-        for (int i = done < WEFT_GEMM_MMA_DEPTH ? done : WEFT_GEMM_MMA_DEPTH; i >= 1; i--)
-          weft_gemm_release(bar_empty, (stage + WEFT_GEMM_STAGES - i) % WEFT_GEMM_STAGES);
+      if (prev >= 0 && wtid == 0) {
+#if WEFT_GEMM_CLUSTER_M > 1
+        for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
+          weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
+#else
+        weft_gemm_mbar_arrive(bar_empty + 8 * prev);
+#endif
+      }
 
       /* Fragment of m64nNk16's fp32 D held by this thread: d[4j + 2h + e] is row
        * 16*warp + lane/4 + 8h, col 8j + 2*(lane%4) + e of the WG's 64 x WG_N block. */

@@ -41,9 +41,9 @@ if has trace; then
     set -- $s
     if [ $1 -le 32 ]; then
       ar=$(( $1 <= 8 ? 8 : $1 <= 16 ? 16 : 32 ))
-      cf="BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2,AR=$ar BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2,AR=$ar,X_MMA_DEPTH=2 BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,CL=1,EPI=1,KS=3,AR=$ar,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1,AR=$ar,X_MMA_DEPTH=3"
+      cf="BM=64,BN=64,ST=16,CL=1,EPI=1,KS=2,AR=$ar BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1,AR=$ar BM=64,BN=128,ST=16,CL=1,EPI=1,KS=3,AR=$ar BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1,AR=$ar BM=64,BN=128,ST=8,CL=1,EPI=1,KS=3"
     else
-      cf="BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1 BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1,X_MMA_DEPTH=2 BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1,X_MMA_DEPTH=3 BM=128,BN=64,ST=16,CL=1,EPI=1,KS=1,X_MMA_DEPTH=3 BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1,X_MMA_DEPTH=3 BM=128,BN=128,ST=16,CL=1,EPI=2,KS=1,X_MMA_DEPTH=3"
+      cf="BM=64,BN=64,ST=16,CL=1,EPI=1,KS=1 BM=128,BN=64,ST=16,CL=1,EPI=1,KS=1 BM=64,BN=128,ST=16,CL=1,EPI=1,KS=1 BM=128,BN=128,ST=16,CL=1,EPI=2,KS=1 BM=64,BN=64,ST=8,CL=1,EPI=1,KS=1"
     fi
     args=""; for c in $cf; do args="$args --cfg $c"; done
     timeout 60 $G --m $1 --n $2 --k $3 --samples 20 ${TRACE:+--trace} $args >> "$out/trace.log" 2>&1
