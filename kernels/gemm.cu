@@ -179,10 +179,6 @@
 #ifndef WEFT_GEMM_NOTIFY_DEFER
 #define WEFT_GEMM_NOTIFY_DEFER 0
 #endif
-/* Experiment (dev/gemm): 1 = the release is made by a notifier warp, 0 = by the consumer. */
-#ifndef WEFT_GEMM_NOTIFY_WARP
-#define WEFT_GEMM_NOTIFY_WARP 1
-#endif
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0
 #endif
@@ -429,18 +425,9 @@ __device__ __forceinline__ u64 weft_gemm_globaltimer(void) {
   return t;
 }
 
-/* Experiment (dev/gemm): 1 = the wait reads relaxed and skips the proxy fence (NOT correct;
- * the cost bound of the wait's ordering). */
-#ifndef WEFT_GEMM_WAIT_RELAXED
-#define WEFT_GEMM_WAIT_RELAXED 0
-#endif
 __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
   u64 v;
-#if WEFT_GEMM_WAIT_RELAXED
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-#else
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-#endif
   return v;
 }
 
@@ -570,7 +557,7 @@ __device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
  * release.cta arrive on the mailbox; the notifier acquires that, and its gpu/sys release is
  * cumulative. Mailbox of consumer warpgroup cw: NOTE_SLOTS slots of {full barrier, empty
  * barrier, counter pointer (NULL: no more)}, 24 bytes each. */
-#define WEFT_GEMM_NOTES (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK && WEFT_GEMM_NOTIFY_WARP)
+#define WEFT_GEMM_NOTES (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
 #define WEFT_GEMM_NOTE_SLOTS 2
 
 __device__ __forceinline__ u32 weft_gemm_note_slot(u32 note, int cw, u32 i) {
@@ -765,13 +752,6 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
   __syncthreads();
 #endif
-  /* Launched with programmatic serialisation (weft_launch_config_t.programmatic), everything
-   * above overlaps the previous kernel's tail: A, B, C, the workspace and the hooks' words are
-   * touched only after that kernel completed. A successor may be launched at once: one that
-   * takes the attribute waits the same way for this grid's completion. Without the attribute
-   * both are no-ops. */
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
 #if WEFT_GEMM_HOOK_WAIT
   int to_tile = 0, to_index = 0;
@@ -797,7 +777,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
           }
           /* the data behind the signal is read by TMA (async proxy) */
-          if (!WEFT_GEMM_WAIT_RELAXED) asm volatile("fence.proxy.async.global;" ::: "memory");
+          asm volatile("fence.proxy.async.global;" ::: "memory");
         }
 #else
         (void)wait_signals;

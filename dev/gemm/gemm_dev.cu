@@ -1106,20 +1106,16 @@ static void suite_largesweep(void) {
   }
 }
 
-/* What each hook costs with its signals already set, and the experiments on it (X_ items):
- * the wait's acquire and proxy fence (X_WAIT_RELAXED=1 leaves them out: a bound, not correct),
- * the notify made by the consumer (X_NOTIFY_WARP=0, the old form) against a notifier warp, immediate and deferred,
- * gpu and sys scope. Shapes: those where the hooks cost most on H100 (few k-blocks per tile,
- * or 128-column tiles), and 8192^3. */
+/* What each hook costs with its signals already set: the wait, the notify (made by the notifier
+ * warps) immediate and deferred, gpu and sys scope. Shapes: those where the hooks cost most on
+ * H100 (few k-blocks per tile, or 128-column tiles), and 8192^3. */
 static void suite_hookcost(void) {
   /* each with the tile the library's wave estimate picks for it */
   static const struct { int m, n, k; const char *cfg; } shapes[] = {
       {8192, 2752, 4096, "BN=128,ST=6"}, {8192, 1792, 4096, "BN=128,ST=6"},
       {8192, 4096, 1376, "BN=256,ST=4"}, {8192, 4096, 1792, "BN=256,ST=4"},
       {8192, 8192, 3584, "BN=256,ST=4"}, {8192, 8192, 8192, "BN=256,ST=4"}};
-  static const char *hooks[] = {"WAIT=1", "WAIT=1,X_WAIT_RELAXED=1", "NOTIFY=1,X_NOTIFY_WARP=0",
-                                "NOTIFY=1,DEFER=1,X_NOTIFY_WARP=0", "NOTIFY=1", "NOTIFY=1,DEFER=1",
-                                "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1,X_NOTIFY_WARP=0",
+  static const char *hooks[] = {"WAIT=1", "NOTIFY=1", "NOTIFY=1,DEFER=1",
                                 "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1",
                                 "WAIT=1,NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1"};
   for (auto &s : shapes) {

@@ -91,7 +91,9 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
 
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
  * is left after the stream (the split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found the
- * best at about 45-130 CTAs: for m <= 16 BM=64 BN=128 with splits up to the SMs; above, the
+ * best at about 45-130 CTAs: for m <= 16 BM=64 BN=64 (BN=128 with [k, n] B) with splits up to the
+ * SMs (with the 16-stage ring of A_ROWS tiles, 2 splits of 64 columns beat 3 of 128 on 4 of the 6
+ * decode shapes measured, 2026-11-23); above, the
  * largest tile that still gives enough tiles (three quarters of the SMs for m <= 64, half for
  * m <= 128), then splits up to about two thirds of the SMs. [k, n] B has no 32-column warpgroup
  * tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B, 4 stages (the fast.cu
@@ -103,9 +105,11 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   c->epi_bufs = 2;
   c->k_splits = 1;
   if (p->m <= 128) {
-    static const int small[][2] = {{64, 128}, {64, 64}}, mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
-    const int(*cand)[2] = p->m <= 64 ? small : mid;
+    static const int tiny[][2] = {{64, 64}, {64, 128}}, small[][2] = {{64, 128}, {64, 64}},
+                     mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
+    const int(*cand)[2] = p->m <= 16 ? tiny : p->m <= 64 ? small : mid;
     int ncand = p->m <= 16 ? 1 : p->m <= 64 ? 2 : 3;
+    if (p->m <= 16 && !p->b_kmajor) cand = small; /* [k, n] B: no 32-column warpgroup tiles */
     int enough = p->m <= 64 ? 3 * sms / 4 : sms / 2, target = p->m <= 16 ? sms : 2 * sms / 3;
     if (!p->b_kmajor && ncand > 1) ncand--; /* drop BM=64 BN=64 */
     long long tiles = 1;
@@ -353,9 +357,6 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_THREADS;
   lc.cluster[0] = (unsigned)cfg->cluster, lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = weft_gemm_smem_bytes(cfg);
-  static int pdl = -1; /* EXPERIMENT: WEFT_GEMM_PDL=1 */
-  if (pdl < 0) pdl = getenv("WEFT_GEMM_PDL") && atoi(getenv("WEFT_GEMM_PDL"));
-  lc.programmatic = pdl;
   void *cp = c;
   int M = p->m, N = p->n, K = p->k;
   const int *table = h ? h->order_table : NULL;
