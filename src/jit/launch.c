@@ -1,7 +1,7 @@
 /*
  * launch.c — weft_kernel_launch: argument checks, the function attributes a launch needs
  * (dynamic shared memory above 48 KiB, non-portable cluster sizes), then cuLaunchKernelEx with
- * the cluster-dimension and cooperative attributes.
+ * the cluster-dimension, cooperative and programmatic-serialisation attributes.
  *
  * Every check runs before anything is set or launched, so a bad config has no side effect.
  */
