@@ -35,6 +35,9 @@ struct weft_gemm_kernel {
 
 static int out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
 
+/* Rows of A per ring stage (a_rows 0: the tile's). */
+static int a_rows(const weft_gemm_config_t *c) { return c->a_rows ? c->a_rows : c->bm; }
+
 /* ---- checks ---------------------------------------------------------------------------------- */
 
 weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -69,7 +72,7 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 /* ---- heuristic --------------------------------------------------------------------------------- */
 
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
-  size_t stage = (size_t)(c->a_rows ? c->a_rows : c->bm) * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
+  size_t stage = (size_t)a_rows(c) * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
   return (size_t)c->stages * stage + (c->splitk ? 0 : 2 * (size_t)c->epi_bufs * 8192) +
          16 * (size_t)c->stages + 112 + 1024;
 }
@@ -172,7 +175,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   } while (0)
   GEMM_DEFINE("BM", c->bm);
   GEMM_DEFINE("BN", c->bn);
-  GEMM_DEFINE("A_ROWS", c->a_rows ? c->a_rows : c->bm);
+  GEMM_DEFINE("A_ROWS", a_rows(c));
   GEMM_DEFINE("STAGES", c->stages);
   GEMM_DEFINE("CLUSTER_M", c->cluster);
   GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
@@ -334,7 +337,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
   CUtensorMap ta, tb, tc;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
-                    (uint32_t)(cfg->a_rows ? cfg->a_rows : cfg->bm)));
+                    (uint32_t)a_rows(cfg)));
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
                       (uint32_t)(cfg->bn / cfg->cluster)));
