@@ -10,6 +10,10 @@
  * store; notify deferred to the next tile's epilogue; wait and deferred notify), and prints each
  * one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
  * for tuning the heuristic) adds that tile configuration as a run on every shape.
+ * Inputs are cold by default: consecutive calls (of every run alike) cycle through enough
+ * distinct random copies of A and B to cover BENCH_GEMM_FOOTPRINT bytes, so that a shape whose
+ * operands fit in L2 (the decode shapes' 11-29 MB of weights, L2 being 50 MB on H100/H200) still
+ * reads them from memory, as a model's layers do; --hot reuses one copy (L2-resident timings).
  */
 #include <cublas_v2.h>
 #include <math.h>
@@ -19,12 +23,15 @@
 #include "ops/gemm.h"
 
 #define MAX_RUNS 10
+#define MAX_SETS 32
+#define BENCH_GEMM_FOOTPRINT (256ull << 20) /* over 4x the L2 of an H100 or H200 */
 
 typedef struct gemm_ctx {
   bench_t *b;
   cublasHandle_t blas;
   weft_gemm_problem_t p;
-  CUdeviceptr a, bm, c, cref;
+  CUdeviceptr a[MAX_SETS], bm[MAX_SETS], c, cref;
+  int nsets, next; /* input copies; the one the next timed call reads */
   /* run 0: cuBLAS; 1: weft; 2..: weft with hooks[r] and/or the configuration cfg[r] */
   const weft_gemm_hooks_t *hooks[MAX_RUNS];
   const weft_gemm_config_t *cfg[MAX_RUNS];
@@ -32,32 +39,33 @@ typedef struct gemm_ctx {
   int nruns;
 } gemm_ctx_t;
 
-static void run(gemm_ctx_t *x, int which, CUdeviceptr c) {
+/* One call of run `which` on input copy `set`. */
+static void run(gemm_ctx_t *x, int which, int set, CUdeviceptr c) {
   const weft_gemm_problem_t *p = &x->p;
+  void *a = (void *)(uintptr_t)x->a[set], *bm = (void *)(uintptr_t)x->bm[set];
   if (which == 0) {
     float one = 1.f, zero = 0.f;
     cudaDataType t = p->in == WEFT_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     /* row-major C[m,n] = A op(B)  <=>  column-major C^T[n,m] = op(B)^T A^T */
     CUBLAS_CHECK(cublasGemmEx(x->blas, p->b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, p->n,
-                              p->m, p->k, &one, (void *)(uintptr_t)x->bm, t, (int)p->ldb,
-                              (void *)(uintptr_t)x->a, t, (int)p->lda, &zero, (void *)(uintptr_t)c,
+                              p->m, p->k, &one, bm, t, (int)p->ldb, a, t, (int)p->lda, &zero, (void *)(uintptr_t)c,
                               t, (int)p->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
   }
-  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which],
-                               (void *)(uintptr_t)x->a, (void *)(uintptr_t)x->bm,
+  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which], a, bm,
                                (void *)(uintptr_t)c, x->b->stream));
 }
 
 static void run_call(bench_t *b, void *ctx, int which) {
   (void)b;
   gemm_ctx_t *x = ctx;
-  run(x, which, x->c);
+  run(x, which, x->next, x->c);
+  x->next = (x->next + 1) % x->nsets;
 }
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -88,11 +96,11 @@ int main_gemm(int argc, char **argv) {
   static char config_names[MAX_RUNS][64];
   int nconfigs = 0;
   static bench_mm_opts_t o = {.kmajor = 1, .dtype = "bf16", .iters = 20, .warmup = 5};
-  int hooks = 0;
+  int hooks = 0, hot = 0;
   for (int i = 0; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(argv[i], "--hooks")) {
-      hooks = 1;
+    if (!strcmp(argv[i], "--hooks") || !strcmp(argv[i], "--hot")) {
+      *(!strcmp(argv[i], "--hot") ? &hot : &hooks) = 1;
       continue;
     }
     if (!v) usage();
@@ -177,8 +185,10 @@ int main_gemm(int argc, char **argv) {
 
   if (b.rank == 0) {
     printf("# %s in, %s out, B %s; times in us per call (median of %d samples of %d calls, slowest "
-           "rank); ratio = cuBLAS time / weft time\n",
-           dtype, dtype, kmajor ? "[N,K]" : "[K,N]", iters, BENCH_BATCH);
+           "rank); ratio = cuBLAS time / weft time\n# inputs %s\n",
+           dtype, dtype, kmajor ? "[N,K]" : "[K,N]", iters, BENCH_BATCH,
+           hot ? "hot (--hot: one copy of A and B, L2-resident where they fit)"
+               : "cold (calls cycle through copies of A and B covering 256 MB)");
     printf("#%6s %6s %6s %10s %10s %9s %9s %7s %9s", "M", "N", "K", "cuBLAS_us", "weft_us",
            "cuBLAS_TF", "weft_TF", "ratio", "err");
     for (int r = 2; r < x.nruns; r++) printf(" | %s: us, vs weft", x.name[r]);
@@ -190,23 +200,27 @@ int main_gemm(int argc, char **argv) {
     weft_gemm_problem_t p = {M, N, K, K, kmajor ? K : N, N, in, in, kmajor};
     x.p = p;
     size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
-    BENCH_CU(cuMemAlloc(&x.a, na * 2));
-    BENCH_CU(cuMemAlloc(&x.bm, nb * 2));
-    BENCH_CU(cuMemAlloc(&x.c, nc * 2));
-    BENCH_CU(cuMemAlloc(&x.cref, nc * 2));
-    BENCH_CHECK(weft_gemm_problem_check(b.comm, &p, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.bm,
-                                        (void *)(uintptr_t)x.c));
+    unsigned long long sets = hot ? 1 : (BENCH_GEMM_FOOTPRINT + (na + nb) * 2 - 1) / ((na + nb) * 2);
+    x.nsets = sets < MAX_SETS ? (int)sets : MAX_SETS, x.next = 0;
     weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
     lc.grid[0] = 1024, lc.block[0] = 256;
-    unsigned long long seed_a = 0x1234567ull * (unsigned long long)(si + 1) ^ (unsigned long long)time(NULL);
-    unsigned long long seed_b = seed_a * 31 + 7;
-    void *fa[] = {&x.a, &na, &fp16, &seed_a}, *fb[] = {&x.bm, &nb, &fp16, &seed_b};
-    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
-    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
+    unsigned long long seed = 0x1234567ull * (unsigned long long)(si + 1) ^ (unsigned long long)time(NULL);
+    for (int s = 0; s < x.nsets; s++) {
+      BENCH_CU(cuMemAlloc(&x.a[s], na * 2));
+      BENCH_CU(cuMemAlloc(&x.bm[s], nb * 2));
+      unsigned long long seed_a = seed * (2 * s + 1) + 1, seed_b = seed * (2 * s + 2) + 7;
+      void *fa[] = {&x.a[s], &na, &fp16, &seed_a}, *fb[] = {&x.bm[s], &nb, &fp16, &seed_b};
+      BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
+      BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
+    }
+    BENCH_CU(cuMemAlloc(&x.c, nc * 2));
+    BENCH_CU(cuMemAlloc(&x.cref, nc * 2));
+    BENCH_CHECK(weft_gemm_problem_check(b.comm, &p, (void *)(uintptr_t)x.a[0],
+                                        (void *)(uintptr_t)x.bm[0], (void *)(uintptr_t)x.c));
     /* check once: weft's C (poisoned) against cuBLAS's */
     BENCH_CU(cuMemsetD8Async(x.c, 0xFF, nc * 2, b.stream));
-    run(&x, 0, x.cref);
-    run(&x, 1, x.c);
+    run(&x, 0, 0, x.cref);
+    run(&x, 1, 0, x.c);
     BENCH_CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
     void *da[] = {&x.c, &x.cref, &nc, &fp16, &acc};
     BENCH_CHECK(weft_kernel_launch(k_diff, &lc, da, b.stream));
@@ -235,8 +249,10 @@ int main_gemm(int argc, char **argv) {
     double vals[7 + MAX_RUNS] = {M, N, K, us[0], us[1], ratio, err};
     for (int r = 2; r < x.nruns; r++) keys[5 + r] = x.name[r], vals[5 + r] = us[r];
     bench_json_row(&b, "gemm", name, 5 + x.nruns, keys, vals);
-    BENCH_CU(cuMemFree(x.a));
-    BENCH_CU(cuMemFree(x.bm));
+    for (int s = 0; s < x.nsets; s++) {
+      BENCH_CU(cuMemFree(x.a[s]));
+      BENCH_CU(cuMemFree(x.bm[s]));
+    }
     BENCH_CU(cuMemFree(x.c));
     BENCH_CU(cuMemFree(x.cref));
   }
