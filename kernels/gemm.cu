@@ -55,6 +55,14 @@
  *                        behind the next mainloop instead of stalling it (later signal, lower
  *                        cost). Ignored with SPLITK (its notify follows the last split's writes).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
+ *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
+ *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
+ *                        memory instead of the workspace: CTA r owns the accumulator column
+ *                        groups v with v % CLUSTER_K == r, receives the peers' partials of
+ *                        them by st.async into its smem, sums them in split order (the same
+ *                        order, so the same bits, as the workspace reduction) and stores them.
+ *                        No workspace, no counters, no grid-wide fence on the tail. Needs
+ *                        CLUSTER_M = 1, CLUSTER_K <= WG_N / 8, no HOOK_NOTIFY.
  *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
@@ -109,14 +117,18 @@
  * pointers 16-byte aligned. M and N any: the direct-store epilogue (SPLITK=1, k_splits = 1 for
  * no split) writes C of any N and any ldc, element by element where pairs would be unaligned.
  *
- * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of CLUSTER_M, at
- * most the number of co-resident CTAs = SMs, one CTA per SM); cluster dims {CLUSTER_M, 1, 1};
+ * Launch: block 384 threads; grid = number of CTAs (the SM budget; a multiple of the cluster
+ * size CLUSTER_M * CLUSTER_K, at most the number of co-resident CTAs = SMs, one CTA per SM);
+ * cluster dims {CLUSTER_M * CLUSTER_K, 1, 1};
  * dynamic smem (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it):
- *   STAGES * (A_ROWS*64*2 + BN*64*2) + (SPLITK ? 0 : 2 * EPI_BUFS * 8192) + 16 * STAGES + 112 + 1024
- * (16 * STAGES: the ring's barriers; 112: the split-K flag and the notify mailboxes; the 1024
- * is alignment slack; must be <= 232448).
- * Every CTA strides over work items p = cluster_id, cluster_id + num_clusters, ... with
- * num_tiles = ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items.
+ *   STAGES * (A_ROWS*64*2 + BN*64*2) + EPI + 16 * STAGES + 112 + 1024, where EPI is
+ *   2 * EPI_BUFS * 8192 without SPLITK, (CLUSTER_K - 1) * ceil(WG_N / 8 / CLUSTER_K) * 4096
+ *   with CLUSTER_K > 1 (the partials received), else 0
+ * (16 * STAGES: the ring's barriers; 112: the split-K flag and the notify mailboxes, or the
+ * cluster reduction's two barriers; the 1024 is alignment slack; must be <= 232448).
+ * Every cluster strides over work items p = cluster_id, cluster_id + num_clusters, ... with
+ * ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items (no k_splits factor with
+ * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile).
  *
  * Recommended configurations (NOT YET MEASURED on a GPU when this was written: the choices
  * follow the fast.cu ladder; dev/gemm/NOTES.md has the predictions and the command that
@@ -182,6 +194,9 @@
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0
 #endif
+#ifndef WEFT_GEMM_CLUSTER_K
+#define WEFT_GEMM_CLUSTER_K 1
+#endif
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
 #endif
@@ -216,8 +231,12 @@
 #define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
+#define WEFT_GEMM_CLUSTER (WEFT_GEMM_CLUSTER_M * WEFT_GEMM_CLUSTER_K)
+/* cluster split-K: float4 column groups per consumer thread, and those a CTA owns at most */
+#define WEFT_GEMM_NV (WEFT_GEMM_WG_N / 8)
+#define WEFT_GEMM_RED_J ((WEFT_GEMM_NV + WEFT_GEMM_CLUSTER_K - 1) / WEFT_GEMM_CLUSTER_K)
 #if WEFT_GEMM_SPLITK
-#define WEFT_GEMM_EPI_BYTES 0
+#define WEFT_GEMM_EPI_BYTES ((WEFT_GEMM_CLUSTER_K - 1) * WEFT_GEMM_RED_J * 4096)
 #else
 #define WEFT_GEMM_EPI_BYTES (2 * WEFT_GEMM_EPI_BUFS * 8192)
 #endif
@@ -240,6 +259,10 @@
 #endif
 #if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
 #error "WEFT_GEMM_CLUSTER_M must be 1 or 2"
+#endif
+#if WEFT_GEMM_CLUSTER_K > 1 && (!WEFT_GEMM_SPLITK || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_NOTIFY || \
+                                WEFT_GEMM_CLUSTER_K > 8 || WEFT_GEMM_CLUSTER_K > WEFT_GEMM_NV)
+#error "WEFT_GEMM_CLUSTER_K > 1 needs SPLITK, CLUSTER_M = 1, no HOOK_NOTIFY and at most min(8, WG_N / 8)"
 #endif
 #if WEFT_GEMM_CLUSTER_M == 2 && WEFT_GEMM_BM == 64 && WEFT_GEMM_BN / 2 > 128
 #error "2x1 clusters with BM=64 take BN up to 256"
@@ -305,6 +328,32 @@ __device__ __forceinline__ void weft_gemm_mbar_arrive_cluster(u32 bar, u32 cta) 
                "mapa.shared::cluster.u32 ra, %0, %1;\n"
                "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
                "r"(cta)
+               : "memory");
+}
+
+/* The same wait, acquiring at cluster scope (what peer CTAs wrote before their arrivals). */
+__device__ __forceinline__ void weft_gemm_mbar_wait_cluster(u32 bar, u32 parity) {
+  u32 ok;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!ok);
+}
+
+/* 16 bytes into CTA `cta`'s shared memory at the offset of `addr` here, completing 16 bytes of
+ * the transaction count of its mbarrier at the offset of `bar` (the data is visible to whoever
+ * waits for that barrier's phase: no fence, no release). */
+__device__ __forceinline__ void weft_gemm_st_async_v4(u32 addr, u32 cta, u32 bar, float x, float y,
+                                                      float z, float w) {
+  asm volatile("{\n.reg .b32 ra, rb;\n"
+               "mapa.shared::cluster.u32 ra, %0, %1;\n"
+               "mapa.shared::cluster.u32 rb, %2, %1;\n"
+               "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [ra], {%3, %4, %5, %6}, [rb];\n}\n" ::"r"(addr),
+               "r"(cta), "r"(bar), "f"(x), "f"(y), "f"(z), "f"(w)
                : "memory");
 }
 
@@ -606,7 +655,10 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
   int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
   int mn = p, s = 0;
-#if WEFT_GEMM_SPLITK
+#if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K > 1
+  s = cta_rank; /* the cluster's CTAs are the tile's splits */
+  k_splits = WEFT_GEMM_CLUSTER_K;
+#elif WEFT_GEMM_SPLITK
   mn = p / k_splits;
   s = p - mn * k_splits;
 #endif
@@ -620,7 +672,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   (void)order_table;
   weft_gemm_order_grouped_rotated(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
 #endif
-  int tm = ctm * WEFT_GEMM_CLUSTER_M + cta_rank;
+  int tm = ctm * WEFT_GEMM_CLUSTER_M + (WEFT_GEMM_CLUSTER_M > 1 ? cta_rank : 0);
   w.m0 = tm * WEFT_GEMM_BM;
   w.n0 = tn * WEFT_GEMM_BN;
   w.tile = tm * tiles_n + tn;
@@ -704,6 +756,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 note = flag_addr + 16; /* the notify mailboxes (96 bytes) */
   (void)flag_addr;
   (void)note;
+  /* cluster split-K (no notify, so the mailboxes' room is free): the partials received at sC */
+  const u32 red_full = note, red_empty = note + 8;
+  (void)red_full;
+  (void)red_empty;
 #if WEFT_GEMM_SPLITK
   volatile int *flag =
       (volatile int *)(weft_gemm_dyn_smem + (flag_addr - weft_gemm_smem(weft_gemm_dyn_smem)));
@@ -712,15 +768,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   u32 cta_rank = 0;
-#if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_CLUSTER > 1
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(cta_rank));
 #endif
-  const int cluster_id = blockIdx.x / WEFT_GEMM_CLUSTER_M;
-  const int num_clusters = gridDim.x / WEFT_GEMM_CLUSTER_M;
+  const int cluster_id = blockIdx.x / WEFT_GEMM_CLUSTER;
+  const int num_clusters = gridDim.x / WEFT_GEMM_CLUSTER;
   const int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
   const int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
   const int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
-#if WEFT_GEMM_SPLITK
+#if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K == 1
   const int num_work = ctiles_m * tiles_n * k_splits;
 #else
   const int num_work = ctiles_m * tiles_n;
@@ -743,9 +799,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       weft_gemm_mbar_init(note + 24 * i + 8, 1);
     }
 #endif
+#if WEFT_GEMM_CLUSTER_K > 1
+    /* red_full: this CTA's expect_tx, then the peers' partials; red_empty: each peer's two
+     * consumer warpgroups, done reading what this CTA sent them */
+    weft_gemm_mbar_init(red_full, 1);
+    weft_gemm_mbar_init(red_empty, 2 * (WEFT_GEMM_CLUSTER_K - 1));
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-#if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_CLUSTER > 1
   __syncwarp(); /* .aligned: the whole warp executes the barrier together */
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
@@ -854,6 +916,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     int stage = 0;
     u32 phase = 0;
+#if WEFT_GEMM_CLUSTER_K > 1
+    u32 red_round = 0; /* tiles reduced so far: the red_full / red_empty phase */
+#endif
     for (int p = cluster_id; p < num_work; p += num_clusters) {
       weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                             cta_rank);
@@ -913,9 +978,59 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if WEFT_GEMM_SPLITK
       /* a cluster's tile wholly past M (odd tile-row count) has no partial and no counter */
       if (w.m0 < M) {
-        const int nv = WEFT_GEMM_WG_N / 8;
         const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
         const int col_a = w.n0 + col_off + 2 * (lane & 3);
+#if WEFT_GEMM_CLUSTER_K > 1
+        /* Cluster reduction (see WEFT_GEMM_CLUSTER_K). Received partials at the owner: float4
+         * [sender slot][owned group j][cw][wtid], the slots of the peers in rank order. */
+        const int S = WEFT_GEMM_CLUSTER_K, r = (int)cta_rank;
+        /* what this CTA sent for the last tile must have been read before it sends again */
+        if (red_round > 0) weft_gemm_mbar_wait_cluster(red_empty, (red_round - 1) & 1);
+        if (wtid == 0 && cw == 0) /* the bytes this CTA's groups will receive */
+          weft_gemm_mbar_expect_tx(red_full, (u32)((S - 1) * ((WEFT_GEMM_NV - r + S - 1) / S) * 256 * 16));
+#pragma unroll
+        for (int v = 0; v < WEFT_GEMM_NV; v++) {
+          const int o = v % S;
+          if (o == r) continue;
+          const int slot = r < o ? r : r - 1;
+          weft_gemm_st_async_v4(sC + (((slot * WEFT_GEMM_RED_J + v / S) * 2 + cw) * 128 + wtid) * 16,
+                                (u32)o, red_full, d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
+        }
+        weft_gemm_mbar_wait_cluster(red_full, red_round & 1);
+#pragma unroll
+        for (int v = 0; v < WEFT_GEMM_NV; v++) {
+          if (v % S != r) continue;
+          float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma unroll
+          for (int sp = 0; sp < S; sp++) {
+            float4 x;
+            if (sp == r) {
+              x.x = d[4 * v], x.y = d[4 * v + 1], x.z = d[4 * v + 2], x.w = d[4 * v + 3];
+            } else {
+              const u32 at = sC + ((((sp < r ? sp : sp - 1) * WEFT_GEMM_RED_J + v / S) * 2 + cw) * 128 + wtid) * 16;
+              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                           : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
+                           : "r"(at)
+                           : "memory");
+            }
+            a0 += x.x, a1 += x.y, a2 += x.z, a3 += x.w;
+          }
+          weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * v, a0, a1, a2, a3);
+        }
+        /* this warpgroup has read its part of what the peers sent: tell each of them */
+        weft_gemm_named_sync(2 + cw, 128);
+        if (wtid == 0)
+          for (int sp = 0; sp < S; sp++)
+            if (sp != r) weft_gemm_mbar_arrive_cluster(red_empty, (u32)sp);
+        red_round++;
+        (void)splitk_ws;
+        (void)splitk_counters;
+        (void)flag;
+        (void)tm_c;
+        (void)notify_counters;
+        (void)notify_rows_per_counter;
+#else
+        const int nv = WEFT_GEMM_NV;
         /* k_splits == 1: nothing to reduce, C straight from the accumulators (the small tiles'
          * epilogue: no staging box, no workspace) */
         int last = k_splits == 1;
@@ -1007,6 +1122,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         (void)notify_counters;
         (void)notify_rows_per_counter;
 #endif
+#endif /* CLUSTER_K */
       }
 #else
       {
@@ -1149,8 +1265,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
   (void)error;
 #endif
-#if WEFT_GEMM_CLUSTER_M > 1
-  /* a CTA's barriers receive remote arrivals from its peer until the peer is done */
+#if WEFT_GEMM_CLUSTER > 1
+  /* a CTA's barriers (and, with CLUSTER_K, its smem) receive its peers' remote arrivals (and
+   * stores) until the peers are done */
   __syncwarp();
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");

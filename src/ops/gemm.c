@@ -38,6 +38,24 @@ static int out_size(weft_dtype_t t) { return t == WEFT_DTYPE_FP32 ? 4 : 2; }
 /* Rows of A per ring stage (a_rows 0: the tile's). */
 static int a_rows(const weft_gemm_config_t *c) { return c->a_rows ? c->a_rows : c->bm; }
 
+/* The columns of a consumer warpgroup's part of a tile. */
+static int wg_n(const weft_gemm_config_t *c) { return c->bm == 128 ? c->bn : c->bn / 2; }
+
+/* The CTAs of a cluster: 2 along M, or a tile's splits (splitk_cluster). */
+static int cluster_size(const weft_gemm_config_t *c) {
+  return c->cluster * (c->splitk && c->splitk_cluster ? c->k_splits : 1);
+}
+
+/* The configuration that runs: the notify hook's contract (+1 per stored sub-tile) is the
+ * workspace reduction's, so under it a cluster reduction becomes one (same splits, same sums). */
+static const weft_gemm_config_t *effective(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
+                                           weft_gemm_config_t *tmp) {
+  if (!c->splitk_cluster || !h || !h->notify_counters) return c;
+  *tmp = *c;
+  tmp->splitk_cluster = 0;
+  return tmp;
+}
+
 /* ---- checks ---------------------------------------------------------------------------------- */
 
 weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -73,8 +91,12 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
   size_t stage = (size_t)a_rows(c) * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
-  return (size_t)c->stages * stage + (c->splitk ? 0 : 2 * (size_t)c->epi_bufs * 8192) +
-         16 * (size_t)c->stages + 112 + 1024;
+  /* the epilogue's staging boxes, or the partials a cluster reduction receives */
+  size_t epi = !c->splitk ? 2 * (size_t)c->epi_bufs * 8192
+               : cluster_size(c) > 1
+                   ? (size_t)(c->k_splits - 1) * ((wg_n(c) / 8 + c->k_splits - 1) / c->k_splits) * 4096
+                   : 0;
+  return (size_t)c->stages * stage + epi + 16 * (size_t)c->stages + 112 + 1024;
 }
 
 uint64_t weft_gemm_notify_units(const weft_gemm_problem_t *p, const weft_gemm_config_t *c) {
@@ -129,7 +151,10 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     if (ks < 1) ks = 1;
     c->k_splits = (int)ks;
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
-    c->splitk = ks > 1 || (c->bm == 128 ? c->bn : c->bn / 2) == 32;
+    c->splitk = ks > 1 || wg_n(c) == 32;
+    /* a tile's splits reduce in one cluster, through shared memory: the workspace round trip
+     * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md) */
+    c->splitk_cluster = ks >= 2 && ks <= 8 && ks <= wg_n(c) / 8;
     c->cluster = 1;
     /* B streams from memory: the ring should hold B, not A's zero rows (a 64-row tile for m <= 32
      * loads only the rows that exist, rounded to a swizzle atom), and as many stages as fit */
@@ -156,7 +181,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   }
   if (!c_takes_tma(p)) c->splitk = 1; /* direct store, k_splits as chosen */
   /* EPI_BUFS must divide the warpgroup's output boxes (WG_N * outsize / 128) */
-  int boxes = (c->bm == 128 ? c->bn : c->bn / 2) * out_size(p->out) / 128;
+  int boxes = wg_n(c) * out_size(p->out) / 128;
   if (boxes < 1) boxes = 1;
   if (c->epi_bufs > boxes) c->epi_bufs = boxes;
   while (boxes % c->epi_bufs) c->epi_bufs--;
@@ -181,6 +206,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
   GEMM_DEFINE("GROUP", c->group);
   GEMM_DEFINE("SPLITK", c->splitk);
+  if (cluster_size(c) > c->cluster) GEMM_DEFINE("CLUSTER_K", c->k_splits);
   GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
   GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
   GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
@@ -201,7 +227,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
                        const weft_gemm_hooks_t *h, gemm_key_t *k) {
   memset(k, 0, sizeof *k);
   k->cfg = *c;
-  k->cfg.k_splits = 0; /* a kernel parameter, not a define */
+  if (cluster_size(c) == c->cluster) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
@@ -246,9 +272,10 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p
       goto fail;
     }
     __atomic_store_n(&g->kernel->max_dynamic_smem, smem, __ATOMIC_RELEASE);
+    int cs = cluster_size(c);
     CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-    at.value.clusterDim.x = (unsigned)c->cluster, at.value.clusterDim.y = at.value.clusterDim.z = 1;
-    CUlaunchConfig lc = {.gridDimX = (unsigned)(o->sms / c->cluster * c->cluster), .gridDimY = 1,
+    at.value.clusterDim.x = (unsigned)cs, at.value.clusterDim.y = at.value.clusterDim.z = 1;
+    CUlaunchConfig lc = {.gridDimX = (unsigned)(o->sms / cs * cs), .gridDimY = 1,
                          .gridDimZ = 1, .blockDimX = GEMM_THREADS, .blockDimY = 1, .blockDimZ = 1,
                          .sharedMemBytes = (unsigned)smem, .attrs = &at, .numAttrs = 1};
     r = weft_cu.cuOccupancyMaxActiveClusters(&g->max_clusters, g->kernel->function, &lc);
@@ -258,11 +285,11 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p
     }
     if (g->max_clusters < 1) {
       st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED, "gemm BM=%d BN=%d: no cluster of %d CTAs fits",
-                    c->bm, c->bn, c->cluster);
+                    c->bm, c->bn, cs);
       goto fail;
     }
     WEFT_TRACE("gemm BM=%d BN=%d stages %d cluster %d splitk %d: %d co-resident clusters", c->bm,
-               c->bn, c->stages, c->cluster, c->splitk, g->max_clusters);
+               c->bn, c->stages, cs, c->splitk, g->max_clusters);
     g->next = o->gemm_kernels;
     o->gemm_kernels = g;
   }
@@ -280,8 +307,9 @@ out:
 weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks) {
   struct weft_gemm_kernel *g;
+  weft_gemm_config_t tmp;
   WEFT_CHECK(weft_comm_make_current(comm));
-  return gemm_kernel(comm, p, cfg, hooks, &g);
+  return gemm_kernel(comm, p, effective(cfg, hooks, &tmp), hooks, &g);
 }
 
 /* ---- launch ---------------------------------------------------------------------------------- */
@@ -315,14 +343,21 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
       WEFT_CU(comm, cuMemsetD2D16Async((CUdeviceptr)(uintptr_t)c, pitch, 0, (size_t)p->n, (size_t)p->m, stream));
     return WEFT_STATUS_SUCCESS;
   }
-  weft_gemm_config_t chosen;
+  weft_gemm_config_t chosen, tmp;
   if (!cfg) {
     weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
     cfg = &chosen;
   }
+  cfg = effective(cfg, h, &tmp);
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
-  int ks = cfg->splitk ? cfg->k_splits : 1;
-  if (ks > 1 && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
+  int ks = cfg->splitk ? cfg->k_splits : 1, cs = cluster_size(cfg);
+  if (cs > cfg->cluster &&
+      (ks > 8 || ks > wg_n(cfg) / 8 || cfg->cluster != 1 || ks > (p->k + GEMM_BK - 1) / GEMM_BK))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: a cluster reduction takes 2 to min(8, %d) splits of at least one "
+                    "k-block each, without 2x1 clusters (k_splits %d, k %d)",
+                    wg_n(cfg) / 8, ks, p->k);
+  if (ks > 1 && cs == cfg->cluster && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
                  tiles_m * tiles_n > o->gemm_ws_counters))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
@@ -349,16 +384,17 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
                       (uint32_t)(128 / out_size(p->out)), 64));
 
-  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * ks;
-  int clusters = h && h->sms ? h->sms / cfg->cluster : g->max_clusters;
+  /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
+  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (cs > cfg->cluster ? 1 : ks);
+  int clusters = h && h->sms ? h->sms / cs : g->max_clusters;
   if (clusters > g->max_clusters) clusters = g->max_clusters;
   if (clusters > work) clusters = work;
   if (clusters < 1) clusters = 1;
 
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
-  lc.grid[0] = (unsigned)(clusters * cfg->cluster);
+  lc.grid[0] = (unsigned)(clusters * cs);
   lc.block[0] = GEMM_THREADS;
-  lc.cluster[0] = (unsigned)cfg->cluster, lc.cluster[1] = lc.cluster[2] = 1;
+  lc.cluster[0] = (unsigned)cs, lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = weft_gemm_smem_bytes(cfg);
   void *cp = c;
   int M = p->m, N = p->n, K = p->k;

@@ -27,6 +27,10 @@ typedef struct weft_gemm_config {
   int bm, bn, stages, cluster, epi_bufs, group;
   int splitk;   /* the direct-store / split-K kernel (WEFT_GEMM_SPLITK=1) */
   int k_splits; /* 1 with splitk: direct store, no workspace */
+  /* splitk with k_splits 2..8 (and at most the warpgroup's columns / 8): the splits of a tile
+   * are one cluster and reduce through distributed shared memory, no workspace
+   * (WEFT_GEMM_CLUSTER_K); weft_gemm_launch takes the workspace instead under a notify hook */
+  int splitk_cluster;
   int a_rows;   /* rows of A per stage: 0 = bm; 8, 16 or 32 for m <= a_rows (WEFT_GEMM_A_ROWS) */
 } weft_gemm_config_t;
 

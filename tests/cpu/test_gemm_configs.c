@@ -68,6 +68,11 @@ static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t 
   int os = p->out == WEFT_DTYPE_FP32 ? 4 : 2;
   if ((p->ldc * os % 16 || p->n * os % 16) && !c->splitk) fail(what);
   if (c->cluster != 1 && c->cluster != 2) fail(what);
+  /* a cluster reduction: 2..8 splits, each owning at least one column group, no 2x1 cluster */
+  int wg_n = c->bm == 128 ? c->bn : c->bn / 2;
+  if (c->splitk_cluster && c->k_splits > 1 &&
+      (c->k_splits > 8 || c->k_splits > wg_n / 8 || c->cluster != 1 || !c->splitk))
+    fail(what);
 }
 
 static void *worker(void *arg) {
@@ -195,6 +200,12 @@ int main(void) {
       {.wait_signals = &sig, .order_table = &table},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
+  /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
+  weft_gemm_problem_t pd = {16, 4096, 4096, 4096, 4096, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_config_choose(&pd, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+                          WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+  if (!c.splitk_cluster) fail("16x4096x4096: the heuristic no longer reduces in a cluster (update the test)");
+  add(&pd, &c, &hooks[0]);
 
   printf("%d choices, %d distinct specialisations\n", choices, nspecs);
   fflush(stdout);
