@@ -124,8 +124,10 @@
  *   STAGES * (A_ROWS*64*2 + BN*64*2) + EPI + 16 * STAGES + 112 + 1024, where EPI is
  *   2 * EPI_BUFS * 8192 without SPLITK, (CLUSTER_K - 1) * ceil(WG_N / 8 / CLUSTER_K) * 4096
  *   with CLUSTER_K > 1 (the partials received), else 0
- * (16 * STAGES: the ring's barriers; 112: the split-K flag and the notify mailboxes, or the
- * cluster reduction's two barriers; the 1024 is alignment slack; must be <= 232448).
+ * (16 * STAGES: the ring's barriers; 112: 16 for the split-K flag, 96 for the notify mailboxes
+ * or, with SPLITK (no mailboxes), the cluster reduction's two barriers and HOOK_WAIT's two
+ * hand-off barriers, which without SPLITK take the flag's 16; the 1024 is alignment slack;
+ * must be <= 232448).
  * Every cluster strides over work items p = cluster_id, cluster_id + num_clusters, ... with
  * ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items (no k_splits factor with
  * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile).
@@ -690,7 +692,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
 }
 
 #if WEFT_GEMM_HOOK_WAIT
-/* Bounded spin of the producer thread on one signal word (written by a peer GPU, the copy
+/* Bounded spin of the waiter thread on one signal word (written by a peer GPU, the copy
  * engine or the host: .sys acquire). Returns 0 when the signal reached `expected`, 1 on timeout
  * with the last value seen in *observed. The report (printf + trap) is made at the end of the
  * kernel: a call (printf) reachable here would make ptxas serialise every wgmma (C7510). */
@@ -760,6 +762,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 red_full = note, red_empty = note + 8;
   (void)red_full;
   (void)red_empty;
+#if WEFT_GEMM_HOOK_WAIT
+  /* the waiter's hand-off barriers (ready, taken): in the split-K flag's room, or after the
+   * cluster reduction's barriers in the mailboxes' room with split-K (which has no mailboxes) */
+  const u32 wait_bar = WEFT_GEMM_SPLITK ? note + 16 : flag_addr;
+#endif
 #if WEFT_GEMM_SPLITK
   volatile int *flag =
       (volatile int *)(weft_gemm_dyn_smem + (flag_addr - weft_gemm_smem(weft_gemm_dyn_smem)));
@@ -805,6 +812,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     weft_gemm_mbar_init(red_full, 1);
     weft_gemm_mbar_init(red_empty, 2 * (WEFT_GEMM_CLUSTER_K - 1));
 #endif
+#if WEFT_GEMM_HOOK_WAIT
+    weft_gemm_mbar_init(wait_bar, 1);     /* ready: the waiter saw the tile's signals */
+    weft_gemm_mbar_init(wait_bar + 8, 1); /* taken: the producer passed that tile */
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
 #if WEFT_GEMM_CLUSTER > 1
@@ -822,13 +833,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     /* ---------------- producer warpgroup: one thread issues every TMA load ---------------- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_PRODUCER_REGS) ";");
-    if (tid == 0) {
-      int stage = 0;
-      u32 phase = 0;
-      for (int p = cluster_id; p < num_work; p += num_clusters) {
+#if WEFT_GEMM_HOOK_WAIT
+    /* The wait's signal reads are made one tile ahead by thread 96 (warp 3, otherwise idle), not
+     * by the TMA thread: made by it, each read's round trip sat between a tile's last load and
+     * the next tile's first, and the consumers waited with it where the ring has no full stages
+     * to spare (128-column tiles: +7% on H100, about 2 us a tile; the SASS of the consumers and
+     * of the load loop is unchanged by the hook, and a relaxed read cost the same). Causality
+     * carries over: acquire.sys read, release.cta arrive on ready, acquire.cta wait in thread 0,
+     * then its proxy fence and loads. */
+    if (tid == 96) {
+      u32 seq = 0;
+      for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               cta_rank);
-#if WEFT_GEMM_HOOK_WAIT
         if (w.m0 < M) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
@@ -838,9 +855,29 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               goto weft_gemm_timed_out;
             }
           }
-          /* the data behind the signal is read by TMA (async proxy) */
-          asm volatile("fence.proxy.async.global;" ::: "memory");
         }
+        /* one tile ahead at most: the producer has taken the previous one */
+        if (seq > 0) weft_gemm_mbar_wait(wait_bar + 8, (seq - 1) & 1);
+        weft_gemm_mbar_arrive(wait_bar); /* .release.cta */
+      }
+    }
+#endif
+    if (tid == 0) {
+      int stage = 0;
+      u32 phase = 0;
+#if WEFT_GEMM_HOOK_WAIT
+      u32 wait_seq = 0; /* tiles taken from the waiter */
+#endif
+      for (int p = cluster_id; p < num_work; p += num_clusters) {
+        weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
+                                              cta_rank);
+#if WEFT_GEMM_HOOK_WAIT
+        /* the waiter (thread 96) has read this tile's signals; then tell it to go on to the next */
+        weft_gemm_mbar_wait(wait_bar, wait_seq & 1); /* .acquire.cta */
+        weft_gemm_mbar_arrive(wait_bar + 8);
+        wait_seq++;
+        /* the data behind the signal is read by TMA (async proxy) */
+        if (w.m0 < M) asm volatile("fence.proxy.async.global;" ::: "memory");
 #else
         (void)wait_signals;
         (void)wait_rows_per_signal;
