@@ -179,6 +179,48 @@ static void hooks_identical(const weft_gemm_problem_t *p) {
   teardown(&x);
 }
 
+/* Split-K with the splits of a tile reducing in one cluster (distributed shared memory) against
+ * the workspace reduction of the same splits: the same sums in the same order, so the same bits;
+ * also with the wait hook (signals set), and on 2 clusters only (hooks.sms), so that each cluster
+ * reduces many tiles in turn. */
+static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int bn) {
+  buffers_t x;
+  setup(&x, p);
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  cfg.splitk = 1, cfg.k_splits = ks, cfg.splitk_cluster = 1;
+  if (bm) cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0;
+  while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
+  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, NULL, a, b, c, s));
+  char what[64];
+  snprintf(what, sizeof what, "cluster%d %dx%d", ks, cfg.bm, cfg.bn);
+  check(&x, what);
+  void *want = download(&x);
+  weft_gemm_config_t ws = cfg;
+  ws.splitk_cluster = 0;
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &ws, NULL, a, b, c, s));
+  same_bits(&x, want, "workspace reduction of the same splits");
+  CUdeviceptr sig;
+  int nsig = (p->m + 127) / 128;
+  CU(cuMemAlloc(&sig, (size_t)nsig * 8));
+  CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, s)); /* every word >= 1 */
+  weft_gemm_hooks_t h = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
+                         .wait_expected = 1};
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
+  same_bits(&x, want, "cluster reduction with the wait hook");
+  h.sms = 2 * ks;
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
+  same_bits(&x, want, "cluster reduction on 2 clusters (many tiles each)");
+  CU(cuMemFree(sig));
+  free(want);
+  teardown(&x);
+}
+
 /* Two GEMMs (a decode split-K one and a large one) captured into a graph and replayed. */
 static void graph(void) {
   buffers_t x[2];
@@ -279,6 +321,17 @@ int main(int argc, char **argv) {
     hooks_identical(&hp);
     hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
     hooks_identical(&hp);
+    /* cluster reductions: 64x64 tiles (4 column groups a warpgroup: up to 4 splits), 64x128
+     * (8), 128x128 (16); odd m and n, fp32 and 16-bit C, both layouts */
+    for (int ks = 2; ks <= 4; ks++) {
+      weft_gemm_problem_t cp = problem(1 + (int)(test_rand(&rng) % 16), 8 * (200 + (int)(test_rand(&rng) % 300)) + 3,
+                                       4096, 0, 0, 5, B, ks == 3 ? F : B, 1);
+      cluster_reduction(&cp, ks, 0, 0);
+    }
+    weft_gemm_problem_t cp = problem(60, 2752, 4096, 0, 0, 0, H, H, 0);
+    cluster_reduction(&cp, 5, 0, 0);
+    cp = problem(100, 1000, 8192, 8, 8, 0, B, F, 1);
+    cluster_reduction(&cp, 8, 128, 128);
     graph();
   }
   printf("%d of %d checks passed\n", cases - failures, cases);
