@@ -914,7 +914,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns */
 #pragma unroll
           for (int j = 0; j < WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M; j++) {
-            const int jj = (int)cta_rank * (WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M) + j;
+            /* (the CTA's half along M; with CLUSTER_K its rank is its split) */
+            const int jj = (WEFT_GEMM_CLUSTER_M > 1 ? (int)cta_rank : 0) * (WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M) + j;
 #if WEFT_GEMM_CLUSTER_M > 1
             weft_gemm_tma_load_mc(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
 #else

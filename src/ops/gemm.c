@@ -46,16 +46,6 @@ static int cluster_size(const weft_gemm_config_t *c) {
   return c->cluster * (c->splitk && c->splitk_cluster ? c->k_splits : 1);
 }
 
-/* The configuration that runs: the notify hook's contract (+1 per stored sub-tile) is the
- * workspace reduction's, so under it a cluster reduction becomes one (same splits, same sums). */
-static const weft_gemm_config_t *effective(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
-                                           weft_gemm_config_t *tmp) {
-  if (!c->splitk_cluster || !h || !h->notify_counters) return c;
-  *tmp = *c;
-  tmp->splitk_cluster = 0;
-  return tmp;
-}
-
 /* ---- checks ---------------------------------------------------------------------------------- */
 
 weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -153,8 +143,10 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
     c->splitk = ks > 1 || wg_n(c) == 32;
     /* a tile's splits reduce in one cluster, through shared memory: the workspace round trip
-     * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md) */
-    c->splitk_cluster = ks >= 2 && ks <= 8 && ks <= wg_n(c) / 8;
+     * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md).
+     * Clusters of 2, 4 or 8 CTAs: a GPC's SMs hold those evenly (43 clusters of 3 did not fit
+     * at once on an H100) */
+    c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(c) / 8;
     c->cluster = 1;
     /* B streams from memory: the ring should hold B, not A's zero rows (a 64-row tile for m <= 32
      * loads only the rows that exist, rounded to a swizzle atom), and as many stages as fit */
@@ -304,12 +296,34 @@ out:
   return st;
 }
 
+/* The configuration that runs (*cfg, or *tmp) and its loaded kernel. A cluster reduction
+ * becomes the workspace reduction of the same splits (the same sums) under a notify hook, whose
+ * contract (+1 per stored sub-tile) is the workspace reduction's, and where the GPCs cannot hold
+ * all of its clusters at once (clusters of 3 CTAs on an H100 ran a second wave: 1.2x the time). */
+static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                  const weft_gemm_config_t **cfg, const weft_gemm_hooks_t *h,
+                                  weft_gemm_config_t *tmp, struct weft_gemm_kernel **g) {
+  const weft_gemm_config_t *c = *cfg;
+  int clustered = cluster_size(c) > c->cluster;
+  if (clustered && h && h->notify_counters) {
+    *tmp = *c, tmp->splitk_cluster = 0, c = tmp, clustered = 0;
+  }
+  WEFT_CHECK(gemm_kernel(comm, p, c, h, g));
+  long long tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
+  if (clustered && !(h && h->sms) && tiles > (*g)->max_clusters) {
+    *tmp = *c, tmp->splitk_cluster = 0, c = tmp;
+    WEFT_CHECK(gemm_kernel(comm, p, c, h, g));
+  }
+  *cfg = c;
+  return WEFT_STATUS_SUCCESS;
+}
+
 weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks) {
   struct weft_gemm_kernel *g;
   weft_gemm_config_t tmp;
   WEFT_CHECK(weft_comm_make_current(comm));
-  return gemm_kernel(comm, p, effective(cfg, hooks, &tmp), hooks, &g);
+  return gemm_resolve(comm, p, &cfg, hooks, &tmp, &g);
 }
 
 /* ---- launch ---------------------------------------------------------------------------------- */
@@ -348,15 +362,17 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
     cfg = &chosen;
   }
-  cfg = effective(cfg, h, &tmp);
-  int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
-  int ks = cfg->splitk ? cfg->k_splits : 1, cs = cluster_size(cfg);
-  if (cs > cfg->cluster &&
+  int ks = cfg->splitk ? cfg->k_splits : 1;
+  if (cluster_size(cfg) > cfg->cluster &&
       (ks > 8 || ks > wg_n(cfg) / 8 || cfg->cluster != 1 || ks > (p->k + GEMM_BK - 1) / GEMM_BK))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: a cluster reduction takes 2 to min(8, %d) splits of at least one "
                     "k-block each, without 2x1 clusters (k_splits %d, k %d)",
                     wg_n(cfg) / 8, ks, p->k);
+  struct weft_gemm_kernel *g;
+  WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g));
+  int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
+  int cs = cluster_size(cfg);
   if (ks > 1 && cs == cfg->cluster && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
                  tiles_m * tiles_n > o->gemm_ws_counters))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
@@ -366,9 +382,6 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
-
-  struct weft_gemm_kernel *g;
-  WEFT_CHECK(gemm_kernel(comm, p, cfg, h, &g));
 
   CUtensorMap ta, tb, tc;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,

@@ -192,8 +192,11 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   if (bm) cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0;
   while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
   void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
+  /* an SM budget keeps the cluster reduction where the GPCs cannot hold every cluster at once
+   * (the launcher would take the workspace instead) */
+  weft_gemm_hooks_t budget = {.sms = comm->ops.sms};
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, NULL, a, b, c, s));
+  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
   char what[64];
   snprintf(what, sizeof what, "cluster%d %dx%d", ks, cfg.bm, cfg.bn);
   check(&x, what);
@@ -208,7 +211,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   CU(cuMemAlloc(&sig, (size_t)nsig * 8));
   CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, s)); /* every word >= 1 */
   weft_gemm_hooks_t h = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
-                         .wait_expected = 1};
+                         .wait_expected = 1, .sms = comm->ops.sms};
   poison(&x);
   OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
   same_bits(&x, want, "cluster reduction with the wait hook");
