@@ -139,14 +139,17 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     /* whole partial tiles of every split must fit the communicator's workspace */
     while (ks > 1 && (tiles > ws_counters || (size_t)(ks * tiles * c->bm * c->bn) > ws_floats)) ks--;
     if (ks < 1) ks = 1;
+    /* A tile's splits reduce in one cluster, through shared memory: the workspace round trip
+     * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md). Clusters
+     * of 2, 4 or 8 CTAs, which a GPC's SMs hold evenly (43 clusters of 3 did not fit at once on
+     * an H100), so 3 to 7 splits round down: 2 clustered splits beat 3 through the workspace by
+     * 4% at m = 1 and 16, n = 2752, k = 4096 (H100, 2026-11-25). */
+    int cluster_max = wg_n(c) / 8 < 8 ? wg_n(c) / 8 : 8;
+    if (ks > 2 && ks <= cluster_max) ks = ks >= 8 ? 8 : ks >= 4 ? 4 : 2;
     c->k_splits = (int)ks;
+    c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= cluster_max;
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
     c->splitk = ks > 1 || wg_n(c) == 32;
-    /* a tile's splits reduce in one cluster, through shared memory: the workspace round trip
-     * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md).
-     * Clusters of 2, 4 or 8 CTAs: a GPC's SMs hold those evenly (43 clusters of 3 did not fit
-     * at once on an H100) */
-    c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(c) / 8;
     c->cluster = 1;
     /* B streams from memory: the ring should hold B, not A's zero rows (a 64-row tile for m <= 32
      * loads only the rows that exist, rounded to a swizzle atom), and as many stages as fit */
