@@ -370,9 +370,11 @@ typedef enum weft_gemm_layout {
  * 16-byte rows: contiguous [k, n] B needs n % 8 == 0); ldc any >= n.
  * Hopper (sm_90) only. The first call with a new shape class compiles its kernel (cached on disk
  * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
- * Decode shapes (m <= 128) split k over the SMs through a workspace of the communicator: GEMMs
- * of one communicator that may run at the same time (on different streams) must not both be
- * small-m ones; give each concurrent stream its own communicator, as with a cuBLAS handle. */
+ * Decode shapes (m <= 128) may split k over the SMs. The splits of a tile reduce inside one
+ * thread-block cluster, through shared memory, when they are 2, 4 or 8 and the GPU holds all
+ * the clusters at once; otherwise through a workspace of the communicator. So GEMMs of one
+ * communicator that may run at the same time (on different streams) must not both be small-m
+ * ones; give each concurrent stream its own communicator, as with a cuBLAS handle. */
 WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  void *c, int ldc, int m, int n, int k, weft_dtype_t in,
                                  weft_dtype_t out, weft_gemm_layout_t layout,
