@@ -50,10 +50,11 @@
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
  *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
  *                        counter), 0: red.release.gpu (only this GPU reads it)
- *   WEFT_GEMM_NOTIFY_DEFER [0] 1: a tile's notify is released at the start of the same
- *                        warpgroup's next epilogue (or at its end), so the TMA store completes
- *                        behind the next mainloop instead of stalling it (later signal, lower
- *                        cost). Ignored with SPLITK (its notify follows the last split's writes).
+ *   WEFT_GEMM_NOTIFY_DEFER [0] no effect (accepted for compatibility): with the TMA-store
+ *                        epilogue a storer thread of the producer warpgroup issues the stores
+ *                        and releases each counter as soon as its sub-tile's stores completed,
+ *                        off the consumers' path (see WEFT_GEMM_NOTES); with SPLITK the notify
+ *                        follows the last split's writes.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
@@ -124,10 +125,10 @@
  *   STAGES * (A_ROWS*64*2 + BN*64*2) + EPI + 16 * STAGES + 112 + 1024, where EPI is
  *   2 * EPI_BUFS * 8192 without SPLITK, (CLUSTER_K - 1) * ceil(WG_N / 8 / CLUSTER_K) * 4096
  *   with CLUSTER_K > 1 (the partials received), else 0
- * (16 * STAGES: the ring's barriers; 112: 16 for the split-K flag, 96 for the notify mailboxes
- * or, with SPLITK (no mailboxes), the cluster reduction's two barriers and HOOK_WAIT's two
- * hand-off barriers, which without SPLITK take the flag's 16; the 1024 is alignment slack;
- * must be <= 232448).
+ * (16 * STAGES: the ring's barriers; 112: 16 for the split-K flag, 96 for the notify store
+ * hand-off barriers (32 used) or, with SPLITK (no store hand-off), the cluster reduction's two
+ * barriers and HOOK_WAIT's two hand-off barriers, which without SPLITK take the flag's 16; the
+ * 1024 is alignment slack; must be <= 232448).
  * Every cluster strides over work items p = cluster_id, cluster_id + num_clusters, ... with
  * ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items (no k_splits factor with
  * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile).
@@ -600,42 +601,23 @@ __device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
 }
 
 /* A release at gpu or sys scope is a memory barrier that waits for the issuing warp's
- * outstanding writes: made by a consumer warpgroup once per tile it stalled the warpgroup's next
- * wgmmas (+1 to +11% on H100 where tiles have few k-blocks). So with the notify hook each
- * consumer warpgroup hands the counter of each completed, fenced tile to a notifier thread of
- * the producer warpgroup (warps 1 and 2, otherwise idle), which makes the release. Causality
- * carries over: the TMA store completed and was proxy-fenced in the consumer thread before its
- * release.cta arrive on the mailbox; the notifier acquires that, and its gpu/sys release is
- * cumulative. Mailbox of consumer warpgroup cw: NOTE_SLOTS slots of {full barrier, empty
- * barrier, counter pointer (NULL: no more)}, 24 bytes each. */
+ * outstanding writes; the completion wait before it (cp.async.bulk.wait_group 0: DEPBAR + an L1
+ * invalidate, CCTL.IVALL) and the proxy fence (FENCE.VIEW.ASYNC.G) are long too. Made by a
+ * consumer warpgroup once per tile, any of them stalls the warpgroup's next wgmmas (wgmma is
+ * warpgroup-wide: one waiting thread holds all 128): +1 to +11% on H100 where tiles have few
+ * k-blocks. A bulk async-group belongs to the thread that committed it (only that thread can
+ * wait for it), so with the notify hook the TMA stores themselves are handed off: a storer
+ * thread of the producer warpgroup per consumer warpgroup (tid 32 + 32 * cw: warps 1 and 2,
+ * otherwise idle) issues them, waits for their reads of the staging boxes (handing the boxes
+ * back), then for their completion, fences (fence.proxy.async.global) and releases the counter.
+ * The consumer warpgroup only fills the boxes: each thread's stmatrix, fence.proxy.async.shared::
+ * cta, then an arrive (.release.cta) on the warpgroup's `full` barrier (128 arrivals); the
+ * storer waits on it (.acquire.cta) before its store reads the boxes (the pattern of the named
+ * barrier before the TMA store, across warpgroups), and arrives on `free` after
+ * cp.async.bulk.wait_group.read 0, which the consumer waits for before it writes the boxes again.
+ * Hand-off barriers of consumer warpgroup cw: full at note + 16 * cw, free at note + 16 * cw + 8
+ * (32 of the 96 bytes of that room). One phase of each per store round. */
 #define WEFT_GEMM_NOTES (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
-#define WEFT_GEMM_NOTE_SLOTS 2
-
-__device__ __forceinline__ u32 weft_gemm_note_slot(u32 note, int cw, u32 i) {
-  return note + (u32)(cw * WEFT_GEMM_NOTE_SLOTS + (int)(i % WEFT_GEMM_NOTE_SLOTS)) * 24;
-}
-
-/* Consumer side (one thread): posts message *seq of warpgroup cw's mailbox. */
-__device__ __forceinline__ void weft_gemm_note_post(u32 note, int cw, u32 *seq, u64 *ctr) {
-  const u32 slot = weft_gemm_note_slot(note, cw, *seq);
-  weft_gemm_mbar_wait(slot + 8, ((*seq / WEFT_GEMM_NOTE_SLOTS) & 1) ^ 1);
-  asm volatile("st.shared.u64 [%0], %1;" ::"r"(slot + 16), "l"((u64)ctr) : "memory");
-  weft_gemm_mbar_arrive(slot); /* .release.cta */
-  (*seq)++;
-}
-
-/* Notifier side (one thread per consumer warpgroup): releases each posted counter, until NULL. */
-__device__ __forceinline__ void weft_gemm_note_serve(u32 note, int cw) {
-  for (u32 i = 0;; i++) {
-    const u32 slot = weft_gemm_note_slot(note, cw, i);
-    weft_gemm_mbar_wait(slot, (i / WEFT_GEMM_NOTE_SLOTS) & 1); /* .acquire.cta */
-    u64 ctr;
-    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(ctr) : "r"(slot + 16) : "memory");
-    weft_gemm_mbar_arrive(slot + 8);
-    if (!ctr) return;
-    weft_gemm_notify((u64 *)ctr);
-  }
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* work decomposition                                                                        */
@@ -755,16 +737,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 bar_full = sC + WEFT_GEMM_EPI_BYTES;
   const u32 bar_empty = bar_full + 8 * WEFT_GEMM_STAGES;
   const u32 flag_addr = bar_empty + 8 * WEFT_GEMM_STAGES;
-  const u32 note = flag_addr + 16; /* the notify mailboxes (96 bytes) */
+  const u32 note = flag_addr + 16; /* the notify store hand-off barriers (32 of 96 bytes) */
   (void)flag_addr;
   (void)note;
-  /* cluster split-K (no notify, so the mailboxes' room is free): the partials received at sC */
+  /* cluster split-K (no notify, so the hand-off room is free): the partials received at sC */
   const u32 red_full = note, red_empty = note + 8;
   (void)red_full;
   (void)red_empty;
 #if WEFT_GEMM_HOOK_WAIT
   /* the waiter's hand-off barriers (ready, taken): in the split-K flag's room, or after the
-   * cluster reduction's barriers in the mailboxes' room with split-K (which has no mailboxes) */
+   * cluster reduction's barriers in the hand-off barriers' room with split-K (which has none) */
   const u32 wait_bar = WEFT_GEMM_SPLITK ? note + 16 : flag_addr;
 #endif
 #if WEFT_GEMM_SPLITK
@@ -801,9 +783,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
 #if WEFT_GEMM_NOTES
-    for (int i = 0; i < 2 * WEFT_GEMM_NOTE_SLOTS; i++) {
-      weft_gemm_mbar_init(note + 24 * i, 1);
-      weft_gemm_mbar_init(note + 24 * i + 8, 1);
+    for (int i = 0; i < 2; i++) {
+      weft_gemm_mbar_init(note + 16 * i, 128);  /* full: the consumer warpgroup's threads */
+      weft_gemm_mbar_init(note + 16 * i + 8, 1); /* free: its storer */
     }
 #endif
 #if WEFT_GEMM_CLUSTER_K > 1
@@ -931,7 +913,39 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
     }
 #if WEFT_GEMM_NOTES
-    if (tid == 32 || tid == 64) weft_gemm_note_serve(note, tid / 32 - 1);
+    /* the storers (see WEFT_GEMM_NOTES): the TMA stores of consumer warpgroup cw's tiles, then
+     * per tile the completion wait, the proxy fence and the release. The same tiles, rounds and
+     * `store` condition as the consumer's epilogue. */
+    if (tid == 32 || tid == 64) {
+      const int cw = tid / 32 - 1;
+      const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
+      const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
+      const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);
+      const u32 st_full = note + 16 * cw, st_free = st_full + 8;
+      u32 st_seq = 0;
+      for (int p = cluster_id; p < num_work; p += num_clusters) {
+        weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
+                                              cta_rank);
+        if (!(w.m0 + row_off < M && w.n0 + col_off < N)) continue;
+#pragma unroll 1
+        for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++, st_seq++) {
+          weft_gemm_mbar_wait(st_full, st_seq & 1); /* .acquire.cta */
+#pragma unroll
+          for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
+            const int box = round * WEFT_GEMM_EPI_BUFS + bi;
+            weft_gemm_tma_store(&tm_c, stg + bi * 8192, w.n0 + col_off + box * WEFT_GEMM_BOX_COLS,
+                                w.m0 + row_off);
+          }
+          weft_gemm_bulk_commit();
+          weft_gemm_bulk_wait_read0();
+          weft_gemm_mbar_arrive(st_free); /* the boxes may be written again */
+        }
+        /* the stored sub-tile must be complete in global memory before the release */
+        weft_gemm_bulk_wait0();
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        weft_gemm_notify(notify_counters + (w.m0 + row_off) / notify_rows_per_counter);
+      }
+    }
 #endif
   } else {
     /* ---------------- consumer warpgroups ---------------- */
@@ -943,14 +957,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
     const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
     float d[WEFT_GEMM_WG_N / 2];
-#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER && !WEFT_GEMM_SPLITK
-    u64 *notify_pending = 0; /* counter of the last stored tile, not yet released */
-#endif
 #if WEFT_GEMM_NOTES
-    u32 note_seq = 0;
-#define WEFT_GEMM_NOTIFY_TILE(ctr) weft_gemm_note_post(note, cw, &note_seq, ctr)
-#else
-#define WEFT_GEMM_NOTIFY_TILE(ctr) weft_gemm_notify(ctr)
+    /* store rounds handed to this warpgroup's storer (see WEFT_GEMM_NOTES) */
+    const u32 st_full = note + 16 * cw, st_free = st_full + 8;
+    u32 st_seq = 0;
 #endif
     int stage = 0;
     u32 phase = 0;
@@ -1176,22 +1186,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {
           /* the staging boxes are free once the previous TMA stores have read them */
-          if (wtid == 0) {
-#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER
-            if (round == 0 && notify_pending) {
-              /* the previous tile's stores finished long ago: complete, fence, release */
-              weft_gemm_bulk_wait0();
-              asm volatile("fence.proxy.async.global;" ::: "memory");
-              WEFT_GEMM_NOTIFY_TILE(notify_pending);
-              notify_pending = 0;
-            } else {
-              weft_gemm_bulk_wait_read0();
-            }
+#if WEFT_GEMM_NOTES
+          weft_gemm_mbar_wait(st_free, (st_seq & 1) ^ 1); /* the storer's wait_group.read */
 #else
-            weft_gemm_bulk_wait_read0();
-#endif
-          }
+          if (wtid == 0) weft_gemm_bulk_wait_read0();
           weft_gemm_named_sync(2 + cw, 128);
+#endif
 #pragma unroll
           for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
             const int box = round * WEFT_GEMM_EPI_BUFS + bi;
@@ -1235,6 +1235,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
           /* generic-proxy smem writes -> visible to the TMA store (async proxy) */
           asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#if WEFT_GEMM_NOTES
+          weft_gemm_mbar_arrive(st_full); /* every thread: the storer issues the stores */
+          st_seq++;
+#else
           weft_gemm_named_sync(2 + cw, 128);
           if (wtid == 0) {
 #pragma unroll
@@ -1245,47 +1249,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
             weft_gemm_bulk_commit();
           }
-        }
-#if WEFT_GEMM_HOOK_NOTIFY
-        if (wtid == 0 && store) {
-          u64 *ctr = notify_counters + (w.m0 + row_off) / notify_rows_per_counter;
-#if WEFT_GEMM_NOTIFY_DEFER
-          /* released at the next tile's epilogue (or the kernel's end): the store completes
-           * behind the next mainloop instead of stalling this warpgroup now */
-          if (notify_pending) { /* (a tile not stored in between) */
-            weft_gemm_bulk_wait0();
-            asm volatile("fence.proxy.async.global;" ::: "memory");
-            WEFT_GEMM_NOTIFY_TILE(notify_pending);
-          }
-          notify_pending = ctr;
-#else
-          /* the stored tile must be complete in global memory before the release */
-          weft_gemm_bulk_wait0();
-          asm volatile("fence.proxy.async.global;" ::: "memory");
-          WEFT_GEMM_NOTIFY_TILE(ctr);
 #endif
         }
-#else
+#if !WEFT_GEMM_HOOK_NOTIFY
         (void)notify_counters;
         (void)notify_rows_per_counter;
 #endif
+        /* (with the notify hook, the storer releases the sub-tile's counter) */
       }
 #endif
     }
-#if !WEFT_GEMM_SPLITK
-    /* smem must outlive the last TMA store's read of it */
+#if !WEFT_GEMM_SPLITK && !WEFT_GEMM_NOTES
+    /* smem must outlive the last TMA store's read of it (with the notify hook the storers
+     * issue the stores, and wait for them before they leave) */
     if (wtid == 0) weft_gemm_bulk_wait0();
-#if WEFT_GEMM_HOOK_NOTIFY && WEFT_GEMM_NOTIFY_DEFER
-    if (wtid == 0 && notify_pending) {
-      asm volatile("fence.proxy.async.global;" ::: "memory");
-      WEFT_GEMM_NOTIFY_TILE(notify_pending);
-    }
 #endif
-#if WEFT_GEMM_NOTES
-    if (wtid == 0) weft_gemm_note_post(note, cw, &note_seq, 0); /* the notifier's end */
-#endif
-#endif
-#undef WEFT_GEMM_NOTIFY_TILE
     if (tid == 128) WEFT_GEMM_STAMP(3);
   }
 
