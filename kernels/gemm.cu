@@ -48,13 +48,12 @@
  *   WEFT_GEMM_ORDER_TABLE [0] 1: tile order from order_table[] (see params)
  *   WEFT_GEMM_HOOK_WAIT  [0] 1: per-tile wait on wait_signals[] before the tile's first load
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
+ *                        (with the TMA-store epilogue a storer thread of the producer
+ *                        warpgroup issues the stores and releases each counter as soon as its
+ *                        sub-tile's stores completed, off the consumers' path: WEFT_GEMM_NOTES;
+ *                        with SPLITK the notify follows the last split's writes)
  *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
  *                        counter), 0: red.release.gpu (only this GPU reads it)
- *   WEFT_GEMM_NOTIFY_DEFER [0] no effect (accepted for compatibility): with the TMA-store
- *                        epilogue a storer thread of the producer warpgroup issues the stores
- *                        and releases each counter as soon as its sub-tile's stores completed,
- *                        off the consumers' path (see WEFT_GEMM_NOTES); with SPLITK the notify
- *                        follows the last split's writes.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
@@ -190,9 +189,6 @@
 #endif
 #ifndef WEFT_GEMM_NOTIFY_SYS
 #define WEFT_GEMM_NOTIFY_SYS 0
-#endif
-#ifndef WEFT_GEMM_NOTIFY_DEFER
-#define WEFT_GEMM_NOTIFY_DEFER 0
 #endif
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0

@@ -7,8 +7,8 @@
  * Shapes: 8192^3, DESIGN.md's per-GPU shapes at TP=4 and their TP=8 halves, and decode (m = 1,
  * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
  * with the overlap hooks compiled in and their signals already set (wait; notify after each
- * store; notify deferred to the next tile's epilogue; wait and deferred notify), and prints each
- * one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
+ * sub-tile's store, released at system scope; the same at gpu scope; wait and notify), and prints
+ * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
  * for tuning the heuristic) adds that tile configuration as a run on every shape.
  * Inputs are cold by default: consecutive calls (of every run alike) cycle through enough
  * distinct random copies of A and B to cover BENCH_GEMM_FOOTPRINT bytes, so that a shape whose
@@ -174,13 +174,13 @@ int main_gemm(int argc, char **argv) {
                             .wait_expected = 1};
   weft_gemm_hooks_t notify = {.notify_counters = (uint64_t *)(uintptr_t)ctr, .notify_rows = 128,
                               .notify_sys = 1};
-  weft_gemm_hooks_t deferred = notify;
-  deferred.notify_defer = 1;
-  weft_gemm_hooks_t both = deferred;
+  weft_gemm_hooks_t notify_gpu = notify;
+  notify_gpu.notify_sys = 0;
+  weft_gemm_hooks_t both = notify;
   both.wait_signals = wait.wait_signals, both.wait_rows = 128, both.wait_expected = 1;
   if (hooks) {
-    const weft_gemm_hooks_t *h[] = {&wait, &notify, &deferred, &both};
-    const char *names[] = {"wait", "notify", "deferred", "wait+def"};
+    const weft_gemm_hooks_t *h[] = {&wait, &notify, &notify_gpu, &both};
+    const char *names[] = {"wait", "notify", "notify.gpu", "wait+notify"};
     for (int i = 0; i < 4; i++) x.hooks[x.nruns] = h[i], x.name[x.nruns++] = names[i];
   }
   for (int i = 0; i < nconfigs; i++) x.cfg[x.nruns] = &configs[i], x.name[x.nruns++] = config_names[i];

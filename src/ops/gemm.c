@@ -22,7 +22,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, notify, notify_sys, notify_defer;
+  int in, out, b_kmajor, table, wait, notify, notify_sys;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -213,7 +213,6 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->notify_counters) {
     GEMM_DEFINE("HOOK_NOTIFY", 1);
     if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
-    if (h->notify_defer) GEMM_DEFINE("NOTIFY_DEFER", 1);
   }
 #undef GEMM_DEFINE
   return n;
@@ -230,7 +229,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
     k->notify = h->notify_counters != NULL;
-    k->notify_sys = k->notify && h->notify_sys, k->notify_defer = k->notify && h->notify_defer;
+    k->notify_sys = k->notify && h->notify_sys;
   }
 }
 

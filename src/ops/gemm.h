@@ -43,7 +43,7 @@ typedef struct weft_gemm_hooks {
   uint64_t wait_expected;
   uint64_t *notify_counters; /* after a 64-row sub-tile's store: +1 on counter[row / */
   int notify_rows;           /* notify_rows] (release; .sys when notify_sys) */
-  int notify_sys, notify_defer;
+  int notify_sys;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 

@@ -196,7 +196,7 @@ int main(void) {
   weft_gemm_hooks_t hooks[] = {
       {.wait_signals = &sig},
       {.notify_counters = &ctr, .notify_sys = 1},
-      {.notify_counters = &ctr, .notify_sys = 1, .notify_defer = 1},
+      {.notify_counters = &ctr},
       {.wait_signals = &sig, .order_table = &table},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
