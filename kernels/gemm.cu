@@ -50,7 +50,7 @@
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
  *                        (with the TMA-store epilogue a storer thread of the producer
  *                        warpgroup issues the stores and releases each counter as soon as its
- *                        sub-tile's stores completed, off the consumers' path: WEFT_GEMM_NOTES;
+ *                        sub-tile's stores completed, off the consumers' path: WEFT_GEMM_STORERS;
  *                        with SPLITK the notify follows the last split's writes)
  *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
  *                        counter), 0: red.release.gpu (only this GPU reads it)
@@ -132,18 +132,13 @@
  * ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items (no k_splits factor with
  * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile).
  *
- * Recommended configurations (NOT YET MEASURED on a GPU when this was written: the choices
- * follow the fast.cu ladder; dev/gemm/NOTES.md has the predictions and the command that
- * measures them; dev/gemm/gemm_dev.cu choose_config() is the heuristic in code):
- *   M >= 256:  BM=128 BN=256 STAGES=4 EPI_BUFS=2 CLUSTER_M=2, grid = SMs (132 on H100/H200)
- *              (fp32 out: the same, 8 boxes written 2 at a time)
- *   M <= 128:  BM=64 (M <= 64) or 128, BN=128, STAGES=8 (BM=64) or 6, CLUSTER_M=1, EPI_BUFS=1
- *              (BM=64: a WG's 64x64 block is one box) or 2; k_splits = min(SMs / tiles,
- *              ceil(K/64) / 4); SPLITK=1 when k_splits >= 2, else the plain kernel
- *              (dev/gemm/gemm_dev.cu: choose_config()). Workspace: see param 15.
- *   Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
+ * Configurations: the launcher's heuristic (src/ops/gemm.c, weft_gemm_config_choose; measured
+ * on H100, dev/gemm/NOTES.md) picks them. Large M: BM=128, BN 256 / 192 / 128 by wave
+ * quantisation, CLUSTER_M=2. Decode (M <= 128): BM=64 or 128 tiles, SPLITK with k_splits from the
+ * SM count (2, 4 or 8 as a cluster reduction), A_ROWS for M <= 32, as many stages as fit.
+ * Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
  * ptxas (CUDA 13.0 NVRTC): 168 registers at entry, no spills, no local memory, no
- * C7508/C7510/C7511/C7515 for every config above (gemm_dev --dry checks 66 of them).
+ * C7508/C7510/C7511/C7515 for every configuration the heuristic picks.
  */
 #include "weft/gemm_order.h"
 #include "weft/state.h"
@@ -611,9 +606,9 @@ __device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
  * storer waits on it (.acquire.cta) before its store reads the boxes (the pattern of the named
  * barrier before the TMA store, across warpgroups), and arrives on `free` after
  * cp.async.bulk.wait_group.read 0, which the consumer waits for before it writes the boxes again.
- * Hand-off barriers of consumer warpgroup cw: full at note + 16 * cw, free at note + 16 * cw + 8
+ * Hand-off barriers of consumer warpgroup cw: full at aux + 16 * cw, free at aux + 16 * cw + 8
  * (32 of the 96 bytes of that room). One phase of each per store round. */
-#define WEFT_GEMM_NOTES (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
+#define WEFT_GEMM_STORERS (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
 
 /* ---------------------------------------------------------------------------------------- */
 /* work decomposition                                                                        */
@@ -733,17 +728,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 bar_full = sC + WEFT_GEMM_EPI_BYTES;
   const u32 bar_empty = bar_full + 8 * WEFT_GEMM_STAGES;
   const u32 flag_addr = bar_empty + 8 * WEFT_GEMM_STAGES;
-  const u32 note = flag_addr + 16; /* the notify store hand-off barriers (32 of 96 bytes) */
+  /* 96 bytes of barriers: the storers' hand-off (32), or with SPLITK (no storers) the cluster
+   * reduction's and the waiter's (16 each) */
+  const u32 aux = flag_addr + 16;
   (void)flag_addr;
-  (void)note;
-  /* cluster split-K (no notify, so the hand-off room is free): the partials received at sC */
-  const u32 red_full = note, red_empty = note + 8;
+  (void)aux;
+  /* cluster split-K: the partials received at sC */
+  const u32 red_full = aux, red_empty = aux + 8;
   (void)red_full;
   (void)red_empty;
 #if WEFT_GEMM_HOOK_WAIT
   /* the waiter's hand-off barriers (ready, taken): in the split-K flag's room, or after the
-   * cluster reduction's barriers in the hand-off barriers' room with split-K (which has none) */
-  const u32 wait_bar = WEFT_GEMM_SPLITK ? note + 16 : flag_addr;
+   * cluster reduction's barriers in the aux room with split-K (which has no storers) */
+  const u32 wait_bar = WEFT_GEMM_SPLITK ? aux + 16 : flag_addr;
 #endif
 #if WEFT_GEMM_SPLITK
   volatile int *flag =
@@ -778,10 +775,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
       weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
-#if WEFT_GEMM_NOTES
+#if WEFT_GEMM_STORERS
     for (int i = 0; i < 2; i++) {
-      weft_gemm_mbar_init(note + 16 * i, 128);  /* full: the consumer warpgroup's threads */
-      weft_gemm_mbar_init(note + 16 * i + 8, 1); /* free: its storer */
+      weft_gemm_mbar_init(aux + 16 * i, 128);  /* full: the consumer warpgroup's threads */
+      weft_gemm_mbar_init(aux + 16 * i + 8, 1); /* free: its storer */
     }
 #endif
 #if WEFT_GEMM_CLUSTER_K > 1
@@ -908,8 +905,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
       }
     }
-#if WEFT_GEMM_NOTES
-    /* the storers (see WEFT_GEMM_NOTES): the TMA stores of consumer warpgroup cw's tiles, then
+#if WEFT_GEMM_STORERS
+    /* the storers (see WEFT_GEMM_STORERS): the TMA stores of consumer warpgroup cw's tiles, then
      * per tile the completion wait, the proxy fence and the release. The same tiles, rounds and
      * `store` condition as the consumer's epilogue. */
     if (tid == 32 || tid == 64) {
@@ -917,7 +914,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
       const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
       const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);
-      const u32 st_full = note + 16 * cw, st_free = st_full + 8;
+      const u32 st_full = aux + 16 * cw, st_free = st_full + 8;
       u32 st_seq = 0;
       for (int p = cluster_id; p < num_work; p += num_clusters) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
@@ -953,9 +950,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
     const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
     float d[WEFT_GEMM_WG_N / 2];
-#if WEFT_GEMM_NOTES
-    /* store rounds handed to this warpgroup's storer (see WEFT_GEMM_NOTES) */
-    const u32 st_full = note + 16 * cw, st_free = st_full + 8;
+#if WEFT_GEMM_STORERS
+    /* store rounds handed to this warpgroup's storer (see WEFT_GEMM_STORERS) */
+    const u32 st_full = aux + 16 * cw, st_free = st_full + 8;
     u32 st_seq = 0;
 #endif
     int stage = 0;
@@ -1182,7 +1179,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {
           /* the staging boxes are free once the previous TMA stores have read them */
-#if WEFT_GEMM_NOTES
+#if WEFT_GEMM_STORERS
           weft_gemm_mbar_wait(st_free, (st_seq & 1) ^ 1); /* the storer's wait_group.read */
 #else
           if (wtid == 0) weft_gemm_bulk_wait_read0();
@@ -1231,7 +1228,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
           /* generic-proxy smem writes -> visible to the TMA store (async proxy) */
           asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#if WEFT_GEMM_NOTES
+#if WEFT_GEMM_STORERS
           weft_gemm_mbar_arrive(st_full); /* every thread: the storer issues the stores */
           st_seq++;
 #else
@@ -1255,7 +1252,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
 #endif
     }
-#if !WEFT_GEMM_SPLITK && !WEFT_GEMM_NOTES
+#if !WEFT_GEMM_SPLITK && !WEFT_GEMM_STORERS
     /* smem must outlive the last TMA store's read of it (with the notify hook the storers
      * issue the stores, and wait for them before they leave) */
     if (wtid == 0) weft_gemm_bulk_wait0();
