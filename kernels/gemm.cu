@@ -626,9 +626,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
                                                                    int rotate_m, int k_splits,
                                                                    int cta_rank) {
   weft_gemm_work_t w;
-  int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
   int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
-  int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
   int mn = p, s = 0;
 #if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K > 1
   s = cta_rank; /* the cluster's CTAs are the tile's splits */
@@ -645,6 +643,8 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   (void)rotate_m;
 #else
   (void)order_table;
+  int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
+  int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
   weft_gemm_order_grouped_rotated(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
 #endif
   int tm = ctm * WEFT_GEMM_CLUSTER_M + (WEFT_GEMM_CLUSTER_M > 1 ? cta_rank : 0);

@@ -4,7 +4,8 @@
  * shapes from decode (m = 1) to the per-GPU shapes of DESIGN.md's tables at TP=4 and TP=8, odd
  * m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and PCIe
  * (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
- * checks. Needs no GPU (the JIT cache is off, so every compile really runs).
+ * checks. Needs no GPU (the JIT cache is off, so every compile really runs). A ptxas warning
+ * (spills, local memory, serialised wgmma) fails a specialisation as an error would.
  */
 // weft-test: timeout=1500
 #include <pthread.h>
@@ -81,19 +82,26 @@ static void *worker(void *arg) {
     int i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
     if (i >= nspecs) return arg;
     struct spec *s = &specs[i];
-    const char *opts[WEFT_GEMM_MAX_OPTIONS];
+    /* ptxas reports spills and local memory as warnings too; any ptxas warning (wgmma
+     * serialised: C7510/C7511/C7515; setmaxnreg ignored: C7508) costs the kernel a lot */
+    const char *opts[WEFT_GEMM_MAX_OPTIONS + 2];
     for (int j = 0; j < s->nopts; j++) opts[j] = s->opts[j];
+    opts[s->nopts] = "--ptxas-options=--warn-on-spills";
+    opts[s->nopts + 1] = "--ptxas-options=--warn-on-local-memory-usage";
     void *cubin = NULL;
     size_t size = 0;
     char *log = NULL;
     uint64_t t0 = weft_now_ns();
-    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, s->nopts, &cubin,
-                                        &size, &log);
+    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, s->nopts + 2,
+                                        &cubin, &size, &log);
     double secs = (double)(weft_now_ns() - t0) * 1e-9;
     if (st != WEFT_STATUS_SUCCESS) {
       s->failed = 1;
       printf("FAIL %s(e.g. %s): %s\n%s\n", s->key, s->example, weft_get_error_string(st),
              log ? log : weft_get_last_error());
+    } else if (log && strstr(log, "arning")) {
+      s->failed = 1;
+      printf("FAIL %s(e.g. %s): ptxas warned:\n%s\n", s->key, s->example, log);
     } else {
       printf("ok   %s %5.1f s, %zu-byte cubin\n", s->key, secs, size);
     }
