@@ -653,8 +653,18 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   w.tile = tm * tiles_n + tn;
   int nkb = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK;
 #if WEFT_GEMM_SPLITK
-  w.kb0 = (int)((long long)s * nkb / k_splits);
-  w.kb1 = (int)((long long)(s + 1) * nkb / k_splits);
+  /* 32-bit where the products fit (any k below 2.9M): the 64-bit divisions were a call each,
+   * on the producer's path to its first load (as is every division: none for one split) */
+  if (k_splits == 1) {
+    w.kb0 = 0;
+    w.kb1 = nkb;
+  } else if (nkb < 46341) {
+    w.kb0 = (int)((unsigned)(s * nkb) / (unsigned)k_splits);
+    w.kb1 = (int)((unsigned)((s + 1) * nkb) / (unsigned)k_splits);
+  } else {
+    w.kb0 = (int)((long long)s * nkb / k_splits);
+    w.kb1 = (int)((long long)(s + 1) * nkb / k_splits);
+  }
 #else
   (void)k_splits;
   w.kb0 = 0;

@@ -27,6 +27,17 @@ WEFT_GEMM_ORDER_HD void weft_gemm_order_grouped(int p, int tiles_m, int tiles_n,
                                                 int *tm, int *tn) {
   if (group < 1) group = 1;
   if (group > tiles_m) group = tiles_m;
+  /* One group (decode-sized m) of 1, 2, 4 or 8 tile-rows: shifts, no division. A runtime
+   * division is ~15 dependent instructions on the GEMM producer's path to its first load: the
+   * divisions of this order and of the split's k range cost 0.3-1.0 us of a 10-15 us decode GEMM
+   * on H100 (dev/gemm/NOTES.md). */
+  if (tiles_m == group && (tiles_m & (tiles_m - 1)) == 0) {
+    int sh = 0;
+    while ((1 << sh) < tiles_m) sh++;
+    *tm = p & (tiles_m - 1);
+    *tn = p >> sh;
+    return;
+  }
   int per_group = group * tiles_n;
   int g = p / per_group;
   int first_m = g * group;
