@@ -300,17 +300,23 @@ __device__ __forceinline__ void weft_gemm_mbar_expect_tx(u32 bar, u32 bytes) {
                : "memory");
 }
 
-__device__ __forceinline__ void weft_gemm_mbar_wait(u32 bar, u32 parity) {
-  u32 ok;
-  do {
-    asm volatile("{\n.reg .pred p;\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!ok);
-}
+/* Waits for the phase of parity `parity` of a barrier of this CTA to complete, with the given
+ * semantics ("": acquire at CTA scope; ".acquire.cluster": what peer CTAs wrote before their
+ * arrivals, too). */
+#define WEFT_GEMM_MBAR_WAIT(name, sem)                                                  \
+  __device__ __forceinline__ void name(u32 bar, u32 parity) {                             \
+    u32 ok;                                                                               \
+    do {                                                                                  \
+      asm volatile("{\n.reg .pred p;\n"                                                   \
+                   "mbarrier.try_wait.parity" sem ".shared::cta.b64 p, [%1], %2;\n"      \
+                   "selp.u32 %0, 1, 0, p;\n}\n"                                           \
+                   : "=r"(ok)                                                             \
+                   : "r"(bar), "r"(parity)                                                \
+                   : "memory");                                                           \
+    } while (!ok);                                                                        \
+  }
+WEFT_GEMM_MBAR_WAIT(weft_gemm_mbar_wait, "")
+WEFT_GEMM_MBAR_WAIT(weft_gemm_mbar_wait_cluster, ".acquire.cluster")
 
 /* Arrive on the barrier at the same smem offset in CTA `cta` of the cluster (itself included).
  * The default (.release.cta) semantics: the arrival only says that this warpgroup's wgmmas have
@@ -323,19 +329,6 @@ __device__ __forceinline__ void weft_gemm_mbar_arrive_cluster(u32 bar, u32 cta) 
                "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
                "r"(cta)
                : "memory");
-}
-
-/* The same wait, acquiring at cluster scope (what peer CTAs wrote before their arrivals). */
-__device__ __forceinline__ void weft_gemm_mbar_wait_cluster(u32 bar, u32 parity) {
-  u32 ok;
-  do {
-    asm volatile("{\n.reg .pred p;\n"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!ok);
 }
 
 /* 16 bytes into CTA `cta`'s shared memory at the offset of `addr` here, completing 16 bytes of
