@@ -48,8 +48,9 @@ static void run(gemm_ctx_t *x, int which, int set, CUdeviceptr c) {
     cudaDataType t = p->in == WEFT_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     /* row-major C[m,n] = A op(B)  <=>  column-major C^T[n,m] = op(B)^T A^T */
     CUBLAS_CHECK(cublasGemmEx(x->blas, p->b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, p->n,
-                              p->m, p->k, &one, bm, t, (int)p->ldb, a, t, (int)p->lda, &zero, (void *)(uintptr_t)c,
-                              t, (int)p->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                              p->m, p->k, &one, bm, t, (int)p->ldb, a, t, (int)p->lda, &zero,
+                              (void *)(uintptr_t)c, t, (int)p->ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
     return;
   }
   BENCH_CHECK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which], a, bm,
@@ -101,8 +102,12 @@ int main_gemm(int argc, char **argv) {
   int hooks = 0, hot = 0;
   for (int i = 0; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(argv[i], "--hooks") || !strcmp(argv[i], "--hot")) {
-      *(!strcmp(argv[i], "--hot") ? &hot : &hooks) = 1;
+    if (!strcmp(argv[i], "--hooks")) {
+      hooks = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--hot")) {
+      hot = 1;
       continue;
     }
     if (!v) usage();
