@@ -1,7 +1,9 @@
 /*
  * test_gemm_order.c — weft/gemm_order.h compiled as host C: every tile-order function (grouped,
  * grouped rotated, Hilbert table, grouped table) must visit each tile of a tiles_m x tiles_n grid
- * exactly once, for many grids (squares, thin, non-multiples of the group) and groups.
+ * exactly once, for many grids (squares, thin, non-multiples of the group) and groups; and the
+ * grouped order is the one its comment defines (every path of it, the shift-only one of a single
+ * group too), position by position against an enumeration of that definition.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +29,18 @@ static int check_perm(const int *table, int n, const char *what, int tm, int tn,
   return 0;
 }
 
+/* The grouped raster by its definition: groups of `group` tile-rows (the last one shorter), each
+ * walked column by column with the tile-row varying fastest. */
+static void grouped_reference(int tm, int tn, int group, int *table) {
+  if (group < 1) group = 1;
+  int p = 0;
+  for (int first = 0; first < tm; first += group)
+    for (int y = 0; y < tn; y++)
+      for (int x = first; x < first + group && x < tm; x++) table[p++] = x * tn + y;
+}
+
 int main(void) {
-  static int table[1 << 16];
+  static int table[1 << 16], want[1 << 16];
   int fails = 0, cases = 0;
   const int dims[] = {1, 2, 3, 5, 7, 8, 11, 16, 17, 29, 32, 33, 64, 65, 100, 127, 128};
   const int groups[] = {1, 2, 3, 4, 8, 16, 40};
@@ -48,6 +60,14 @@ int main(void) {
             table[p] = (x < 0 || x >= tm || y < 0 || y >= tn) ? -1 : x * tn + y;
           }
           fails += check_perm(table, n, "grouped", tm, tn, g);
+          if (rot == 0) {
+            grouped_reference(tm, tn, g, want);
+            if (memcmp(table, want, (size_t)n * sizeof *table)) {
+              fprintf(stderr, "grouped: not the defined order (tiles %dx%d group %d)\n", tm, tn, g);
+              fails++;
+            }
+            cases++;
+          }
           if (weft_gemm_order_grouped_fill(tm, tn, g, rot, table) != n) fails++;
           fails += check_perm(table, n, "grouped_fill", tm, tn, g);
           cases += 2;
