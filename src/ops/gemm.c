@@ -110,9 +110,10 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
  * SMs (with the 16-stage ring of A_ROWS tiles, 2 splits of 64 columns beat 3 of 128 on 4 of the 6
  * decode shapes measured, 2026-11-23); above, the
  * largest tile that still gives enough tiles (three quarters of the SMs for m <= 64, half for
- * m <= 128), then splits up to about two thirds of the SMs. [k, n] B has no 32-column warpgroup
- * tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B, 4 stages (the fast.cu
- * ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
+ * m <= 128), then splits up to about two thirds of the SMs; no split once the tiles fill 2/5 of
+ * the SMs, and splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
+ * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B,
+ * 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
                              int ws_counters, weft_gemm_config_t *c) {
   memset(c, 0, sizeof *c);
