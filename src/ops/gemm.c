@@ -30,6 +30,8 @@ struct weft_gemm_kernel {
   struct weft_module *module;
   struct weft_kernel *kernel;
   int max_clusters; /* co-resident clusters: the persistent grid */
+  /* a cluster reduction's kernel: the workspace reduction of the same splits, once looked up */
+  struct weft_gemm_kernel *workspace;
   struct weft_gemm_kernel *next;
 };
 
@@ -41,9 +43,14 @@ static int a_rows(const weft_gemm_config_t *c) { return c->a_rows ? c->a_rows : 
 /* The columns of a consumer warpgroup's part of a tile. */
 static int wg_n(const weft_gemm_config_t *c) { return c->bm == 128 ? c->bn : c->bn / 2; }
 
-/* The CTAs of a cluster: 2 along M, or a tile's splits (splitk_cluster). */
+/* Whether the splits of a tile reduce inside one cluster (WEFT_GEMM_CLUSTER_K). */
+static int k_clustered(const weft_gemm_config_t *c) {
+  return c->splitk && c->splitk_cluster && c->k_splits > 1;
+}
+
+/* The CTAs of a cluster: 2 along M, or a tile's splits. */
 static int cluster_size(const weft_gemm_config_t *c) {
-  return c->cluster * (c->splitk && c->splitk_cluster ? c->k_splits : 1);
+  return c->cluster * (k_clustered(c) ? c->k_splits : 1);
 }
 
 /* ---- checks ---------------------------------------------------------------------------------- */
@@ -83,7 +90,7 @@ size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
   size_t stage = (size_t)a_rows(c) * GEMM_BK * 2 + (size_t)c->bn * GEMM_BK * 2;
   /* the epilogue's staging boxes, or the partials a cluster reduction receives */
   size_t epi = !c->splitk ? 2 * (size_t)c->epi_bufs * 8192
-               : cluster_size(c) > 1
+               : k_clustered(c)
                    ? (size_t)(c->k_splits - 1) * ((wg_n(c) / 8 + c->k_splits - 1) / c->k_splits) * 4096
                    : 0;
   return (size_t)c->stages * stage + epi + 16 * (size_t)c->stages + 112 + 1024;
@@ -205,7 +212,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
   GEMM_DEFINE("GROUP", c->group);
   GEMM_DEFINE("SPLITK", c->splitk);
-  if (cluster_size(c) > c->cluster) GEMM_DEFINE("CLUSTER_K", c->k_splits);
+  if (k_clustered(c)) GEMM_DEFINE("CLUSTER_K", c->k_splits);
   GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
   GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
   GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
@@ -225,7 +232,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
                        const weft_gemm_hooks_t *h, gemm_key_t *k) {
   memset(k, 0, sizeof *k);
   k->cfg = *c;
-  if (cluster_size(c) == c->cluster) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
+  if (!k_clustered(c)) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
@@ -310,7 +317,7 @@ static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *
                                   const weft_gemm_config_t **cfg, const weft_gemm_hooks_t *h,
                                   weft_gemm_config_t *tmp, struct weft_gemm_kernel **g) {
   const weft_gemm_config_t *c = *cfg;
-  int clustered = cluster_size(c) > c->cluster;
+  int clustered = k_clustered(c);
   if (clustered && h && h->notify_counters) {
     *tmp = *c, tmp->splitk_cluster = 0, c = tmp, clustered = 0;
   }
@@ -318,7 +325,13 @@ static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *
   long long tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
   if (clustered && !(h && h->sms) && tiles > (*g)->max_clusters) {
     *tmp = *c, tmp->splitk_cluster = 0, c = tmp;
-    WEFT_CHECK(gemm_kernel(comm, p, c, h, g));
+    /* remembered in the cluster kernel's record: one lookup per call, not two */
+    struct weft_gemm_kernel *w = __atomic_load_n(&(*g)->workspace, __ATOMIC_ACQUIRE);
+    if (!w) {
+      WEFT_CHECK(gemm_kernel(comm, p, c, h, &w));
+      __atomic_store_n(&(*g)->workspace, w, __ATOMIC_RELEASE);
+    }
+    *g = w;
   }
   *cfg = c;
   return WEFT_STATUS_SUCCESS;
@@ -369,7 +382,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     cfg = &chosen;
   }
   int ks = cfg->splitk ? cfg->k_splits : 1;
-  if (cluster_size(cfg) > cfg->cluster &&
+  if (k_clustered(cfg) &&
       (ks > 8 || ks > wg_n(cfg) / 8 || cfg->cluster != 1 || ks > (p->k + GEMM_BK - 1) / GEMM_BK))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: a cluster reduction takes 2 to min(8, %d) splits of at least one "
@@ -378,8 +391,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   struct weft_gemm_kernel *g;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g));
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
-  int cs = cluster_size(cfg);
-  if (ks > 1 && cs == cfg->cluster && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
+  int cs = cluster_size(cfg), clustered = k_clustered(cfg);
+  if (ks > 1 && !clustered && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
                  tiles_m * tiles_n > o->gemm_ws_counters))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
@@ -404,7 +417,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       (uint32_t)(128 / out_size(p->out)), 64));
 
   /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
-  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (cs > cfg->cluster ? 1 : ks);
+  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
   int clusters = h && h->sms ? h->sms / cs : g->max_clusters;
   if (clusters > g->max_clusters) clusters = g->max_clusters;
   if (clusters > work) clusters = work;

@@ -99,7 +99,7 @@ static void *worker(void *arg) {
       s->failed = 1;
       printf("FAIL %s(e.g. %s): %s\n%s\n", s->key, s->example, weft_get_error_string(st),
              log ? log : weft_get_last_error());
-    } else if (log && strstr(log, "arning")) {
+    } else if (log && strstr(log, "warning")) { /* NVRTC's and ptxas' both */
       s->failed = 1;
       printf("FAIL %s(e.g. %s): ptxas warned:\n%s\n", s->key, s->example, log);
     } else {
