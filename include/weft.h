@@ -37,8 +37,10 @@
  * Environment: WEFT_DEBUG=WARN|INFO|TRACE, WEFT_DEBUG_FILE (%h host, %p pid), WEFT_TIMEOUT_MS,
  * WEFT_HEAP_SIZE (bytes, K/M/G suffixes), WEFT_CACHE_DIR, WEFT_BOOTSTRAP_ADDR (host:port),
  * WEFT_BOOTSTRAP_TIMEOUT_MS, WEFT_RANK / WEFT_WORLD_SIZE / WEFT_LOCAL_RANK / WEFT_LOCAL_WORLD_SIZE,
- * WEFT_ENABLE_MULTICAST (see DESIGN.md, Safety: refused when NCCL_NVLS_ENABLE=0,
- * NVSHMEM_DISABLE_NVLS=1 or TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set).
+ * WEFT_SHARE_GPUS=1 (ranks beyond the GPU count share GPUs round-robin: for correctness tests on
+ * small machines; their kernels take turns, so timings mean nothing), WEFT_ENABLE_MULTICAST (see
+ * DESIGN.md, Safety: refused when NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1 or
+ * TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set).
  */
 #ifndef WEFT_H
 #define WEFT_H

@@ -1,7 +1,7 @@
 /*
  * weftrun — starts N local ranks of a program with everything weft's bootstrap needs set.
  *
- *   weftrun [-t SECONDS] [--cpu] [--tag-output] -n N prog [args...]
+ *   weftrun [-t SECONDS] [--cpu] [--share-gpus] [--tag-output] -n N prog [args...]
  *
  * Each rank gets WEFT_RANK, WEFT_WORLD_SIZE, WEFT_LOCAL_RANK, WEFT_LOCAL_WORLD_SIZE and
  * WEFT_BOOTSTRAP_ADDR=127.0.0.1:<port picked here>. NVLink multicast stays off
@@ -13,8 +13,10 @@
  * (128 + signal for a signal). SIGINT/SIGTERM/SIGHUP are passed on to every rank (a second one
  * kills them). -t ends a job that runs too long (exit 124). Exit 77 (skip, as ctest's
  * SKIP_RETURN_CODE) when every rank exits 77, or before starting when the machine has no GPU
- * (no NVIDIA device nodes and no driver) or fewer GPUs than ranks (unless --cpu); 1 when the
- * device nodes are there but the driver cannot be used.
+ * (no NVIDIA device nodes and no driver) or fewer GPUs than ranks (unless --cpu, or
+ * --share-gpus / WEFT_SHARE_GPUS=1, with which ranks take GPUs round the ones present and their
+ * kernels take turns: the multi-rank tests run, slowly, on a one-GPU machine); 1 when the device
+ * nodes are there but the driver cannot be used.
  *
  * Each rank runs in its own process group, so that ending a rank also ends what it started (a
  * shell that runs the real program, say), and dies with weftrun (PR_SET_PDEATHSIG) so that a
@@ -70,11 +72,13 @@ static void usage(FILE *f) {
           "  -n N, -np N    ranks to start (one GPU each)\n"
           "  -t SECONDS     end the job after this long (exit 124)\n"
           "  --cpu          do not require N GPUs (CPU-only programs)\n"
+          "  --share-gpus   let ranks share GPUs when there are fewer than N (sets\n"
+          "                 WEFT_SHARE_GPUS=1: for correctness tests; kernels take turns)\n"
           "  --tag-output   prefix every output line with \"[rank] \"\n"
           "  -h, --help     this text\n"
           "Exit status: 0 when every rank succeeded; the first failing rank's code (128+signal\n"
           "for a signal) otherwise; 124 on -t; 77 when every rank skipped (77) or the machine\n"
-          "has fewer GPUs than ranks.\n");
+          "has fewer GPUs than ranks (and GPUs may not be shared).\n");
 }
 
 static double now_s(void) {
@@ -182,7 +186,7 @@ static bool nvidia_devices_present(void) {
 
 /* Returns 0 when the GPUs are there, else the exit code (77: skip; 1: GPUs present but the
  * driver unusable). */
-static int check_gpus(int n) {
+static int check_gpus(int n, bool share) {
   /* The loader logs its failure at WARN; weftrun says it once, in its own words. The log level
    * is read once per process, so unsetting the variable afterwards keeps it from the ranks. */
   bool quiet = !getenv("WEFT_DEBUG");
@@ -211,8 +215,8 @@ static int check_gpus(int n) {
     printf("weftrun: no GPU (cuDeviceGetCount failed: %s); skipping\n", name);
     return 77;
   }
-  if (count < n) {
-    printf("weftrun: %d ranks need %d GPUs, found %d; skipping\n", n, n, count);
+  if (count < (share ? 1 : n)) {
+    printf("weftrun: %d ranks need %d GPUs, found %d; skipping\n", n, share ? 1 : n, count);
     return 77;
   }
   return 0;
@@ -249,7 +253,8 @@ static void describe_exit(char *buf, size_t n, int status) {
 
 int main(int argc, char **argv) {
   int n = 0;
-  bool cpu = false, tag = false;
+  const char *share_env = getenv("WEFT_SHARE_GPUS");
+  bool cpu = false, tag = false, share = share_env && !strcmp(share_env, "1");
   double limit = 0;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -271,6 +276,8 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--cpu")) {
       cpu = true;
+    } else if (!strcmp(a, "--share-gpus")) {
+      share = true;
     } else if (!strcmp(a, "--tag-output")) {
       tag = true;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -290,9 +297,10 @@ int main(int argc, char **argv) {
   char **prog = argv + i;
 
   if (!cpu) {
-    int code = check_gpus(n);
+    int code = check_gpus(n, share);
     if (code) return code;
   }
+  if (share) setenv("WEFT_SHARE_GPUS", "1", 1);
   multicast_guard();
   /* Tagged output goes through pipes, where Python would buffer whole blocks. */
   if (tag) setenv("PYTHONUNBUFFERED", "1", 0);

@@ -81,7 +81,7 @@ static weft_status_t check_node_layout(weft_comm_t *comm, const init_info_t *all
                       "ranks of a node must be consecutive with local ranks in order: rank %d has "
                       "local rank %d of %d on host %s; expected rank %d there",
                       comm->rank, comm->local_rank, comm->local_world, all[comm->rank].host, r);
-    if (r != comm->rank && all[r].device_ordinal == comm->device_ordinal)
+    if (r != comm->rank && all[r].device_ordinal == comm->device_ordinal && !comm->share_gpus)
       return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
                       "ranks %d and %d both use GPU %d of host %s: one GPU per process", r,
                       comm->rank, comm->device_ordinal, all[r].host);
@@ -93,11 +93,13 @@ static weft_status_t check_node_layout(weft_comm_t *comm, const init_info_t *all
   return WEFT_STATUS_SUCCESS;
 }
 
+/* device < 0: the local rank's GPU (with WEFT_SHARE_GPUS, counted round the GPUs present). */
 static weft_status_t open_device(weft_comm_t *comm, int device) {
   WEFT_CHECK(weft_cu_load(comm, NULL));
   int count = 0;
   WEFT_CU(comm, cuDeviceGetCount(&count));
-  if (device < 0 || device >= count)
+  if (device < 0) device = comm->share_gpus && count > 0 ? comm->local_rank % count : comm->local_rank;
+  if (device >= count)
     return WEFT_ERR(comm, WEFT_STATUS_NO_DEVICE,
                     "rank %d wants GPU %d but this process sees %d (CUDA_VISIBLE_DEVICES?)",
                     comm->rank, device, count);
@@ -135,7 +137,7 @@ static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all
   for (int l = 0; l < comm->local_world; l++)
     WEFT_CU(comm, cuDeviceGet(&dev[l], all[comm->node_first_rank + l].device_ordinal));
   for (int l = 0; l < comm->local_world; l++) {
-    if (l == comm->local_rank) continue;
+    if (dev[l] == comm->device) continue; /* itself, or a rank sharing its GPU */
     int can = 0, atomics = 0;
     WEFT_CU(comm, cuDeviceCanAccessPeer(&can, comm->device, dev[l]));
     if (!can)
@@ -158,7 +160,7 @@ static weft_status_t check_peer_access(weft_comm_t *comm, const init_info_t *all
   for (int a = 0; a < comm->local_world; a++)
     for (int b = a + 1; b < comm->local_world; b++) {
       int rank = 0;
-      if (dev[a] == dev[b]) continue; /* (two ranks on one GPU: tests) */
+      if (dev[a] == dev[b]) continue; /* ranks sharing a GPU (WEFT_SHARE_GPUS) */
       WEFT_CU(comm, cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, dev[a], dev[b]));
       if (first < 0) first = rank;
       if (rank != first) comm->uniform_links = 0;
@@ -249,6 +251,11 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   if (!timeout_ms) weft_env_u64("WEFT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false, &timeout_ms);
   if (!timeout_ms) timeout_ms = DEFAULT_TIMEOUT_MS;
   comm->timeout_ns = timeout_ms * 1000000ull;
+  const char *share = getenv("WEFT_SHARE_GPUS");
+  comm->share_gpus = share && !strcmp(share, "1");
+  if (comm->share_gpus)
+    WEFT_WARN("WEFT_SHARE_GPUS=1: ranks may share a GPU (for tests on machines with fewer GPUs "
+              "than ranks); their kernels take turns, so timings mean nothing");
   uint64_t boot_ms;
   weft_env_u64("WEFT_BOOTSTRAP_TIMEOUT_MS", timeout_ms, false, &boot_ms);
 
@@ -274,9 +281,9 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   memset(&mine, 0, sizeof mine);
   mine.local_rank = comm->local_rank;
   mine.local_world = comm->local_world;
-  mine.device_ordinal = cfg.device >= 0 ? cfg.device : comm->local_rank;
   gethostname(mine.host, sizeof mine.host - 1);
-  mine.status = open_device(comm, mine.device_ordinal);
+  mine.status = open_device(comm, cfg.device);
+  mine.device_ordinal = mine.status == WEFT_STATUS_SUCCESS ? comm->device_ordinal : -1;
   if (mine.status == WEFT_STATUS_SUCCESS)
     weft_cu.cuDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, comm->device);
   WEFT_CHECK_GOTO(agree_init(comm, &mine, &all), st, fail);

@@ -26,6 +26,8 @@ struct weft_comm {
    * link class everywhere); else the collectives' AUTO takes neighbour-only (ring) forms. The
    * same on every rank: computed from the whole node's device list. */
   int uniform_links;
+  /* WEFT_SHARE_GPUS=1: ranks beyond the GPU count share GPUs (tests on small machines). */
+  int share_gpus;
 
   weft_heap_t heap;
 

@@ -114,7 +114,7 @@ typedef struct rt {
   weft_module_t *mod;
   weft_kernel_t *fill, *check, *guard, *same, *delay;
   CUdeviceptr stats; /* [RT_STATS] */
-  ncclComm_t nc;
+  ncclComm_t nc; /* NULL where ranks share a GPU (WEFT_SHARE_GPUS): NCCL refuses that */
   unsigned long long seed; /* per run, the same on every rank */
   int rank, world;
 } rt_t;
@@ -146,6 +146,11 @@ static inline void rt_init(rt_t *t, const char *name) {
   t->delay = test_kernel(t->mod, "delay");
   CU(cuMemAlloc(&t->stats, RT_STATS * 8));
   CU(cuMemsetD8(t->stats, 0, RT_STATS * 8));
+  if (t->comm->share_gpus) {
+    printf("[%d] ranks share GPUs: checked against the float64 sum only (NCCL needs one GPU per "
+           "rank)\n", t->rank);
+    return;
+  }
   ncclUniqueId *ids = calloc((size_t)t->world, sizeof *ids);
   if (t->rank == 0) NCCL_OK(ncclGetUniqueId(&ids[0]));
   OK(weft_bootstrap_allgather(t->comm->bootstrap, ids, sizeof *ids));
@@ -154,7 +159,7 @@ static inline void rt_init(rt_t *t, const char *name) {
 }
 
 static inline void rt_finish(rt_t *t) {
-  ncclCommDestroy(t->nc);
+  if (t->nc) ncclCommDestroy(t->nc);
   CU(cuMemFree(t->stats));
   weft_module_unload(t->mod);
   OK(weft_comm_destroy(t->comm));

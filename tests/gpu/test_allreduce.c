@@ -72,9 +72,9 @@ int main(void) {
         CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)(recv - GUARD), 0xFF, bytes + 2 * GUARD, s));
         CU(cuMemsetD8Async(nrecv, 0xFF, bytes, s));
         OK(weft_allreduce(t.comm, send, recv, n, dt, WEFT_RED_OP_SUM, algos[a], s));
-        NCCL_OK(ncclAllReduce((void *)(uintptr_t)nsend, (void *)(uintptr_t)nrecv, n, rt_nccl_type(dt),
+        if (t.nc) NCCL_OK(ncclAllReduce((void *)(uintptr_t)nsend, (void *)(uintptr_t)nrecv, n, rt_nccl_type(dt),
                               ncclSum, t.nc, s));
-        rt_check(&t, recv, n, dt, call, 0, (void *)(uintptr_t)nrecv, s);
+        rt_check(&t, recv, n, dt, call, 0, t.nc ? (void *)(uintptr_t)nrecv : NULL, s);
         rt_guard(&t, recv - GUARD, GUARD, s);
         rt_guard(&t, recv + bytes, GUARD, s);
         rt_same(&t, recv, bytes, t.comm->node_first_rank, s);
