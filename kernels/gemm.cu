@@ -54,6 +54,14 @@
  *                        with SPLITK the notify follows the last split's writes)
  *   WEFT_GEMM_NOTIFY_SYS [0] 1: the notify is red.release.sys (a peer GPU or the host reads the
  *                        counter), 0: red.release.gpu (only this GPU reads it)
+ *   WEFT_GEMM_SCATTER    [0] 1 (with HOOK_NOTIFY, NOTIFY_SYS, no SPLITK): the fused-scatter
+ *                        epilogue of GEMM + ReduceScatter. C's rows are segments of
+ *                        notify_rows_per_counter rows, segment q owned by rank q; tm_c is 3-D
+ *                        {N, segment rows, ranks} whose rank stride is peer_stride (param 20),
+ *                        so a sub-tile's store of rows in segment q lands in rank q's memory
+ *                        (one store per segment the 64 rows touch, each clipped to it). After
+ *                        the stores complete, +1 (release.sys) on the counter at
+ *                        notify_counters + q * peer_stride bytes: each owner's own counter.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
@@ -104,13 +112,17 @@
  *                                       observed, rank = peer = -1 (first reporter wins)
  *  19  long long ldc                    SPLITK: C's row stride in elements (any, >= N); the TMA
  *                                       store takes its stride from tm_c instead
+ *  20  long long peer_stride            SCATTER: bytes from one rank's copy of a symmetric
+ *                                       buffer to the next rank's in this address space
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
  *   tm_a: dims {K, M}, strides {K*2}, box {64, A_ROWS}
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
- *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64}
+ *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64};
+ *         SCATTER: dims {N, M / ranks, ranks}, strides {N*outsize, peer_stride}, box
+ *         {128/outsize, 64, 1}, based at rank 0's copy of the destination
  * (the strides may exceed the dims: row strides lda, ldb, ldc in place of K, N, ...).
  * Requirements: every row stride of a tensor map a multiple of 16 bytes (TMA), so K % 8 == 0
  * and lda, ldb (and ldc for the TMA store) multiples of 8 elements (4 for fp32 C); base
@@ -185,6 +197,9 @@
 #ifndef WEFT_GEMM_NOTIFY_SYS
 #define WEFT_GEMM_NOTIFY_SYS 0
 #endif
+#ifndef WEFT_GEMM_SCATTER
+#define WEFT_GEMM_SCATTER 0
+#endif
 #ifndef WEFT_GEMM_SPLITK
 #define WEFT_GEMM_SPLITK 0
 #endif
@@ -257,6 +272,9 @@
 #if WEFT_GEMM_CLUSTER_K > 1 && (!WEFT_GEMM_SPLITK || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_NOTIFY || \
                                 WEFT_GEMM_CLUSTER_K > 8 || WEFT_GEMM_CLUSTER_K > WEFT_GEMM_NV)
 #error "WEFT_GEMM_CLUSTER_K > 1 needs SPLITK, CLUSTER_M = 1, no HOOK_NOTIFY and at most min(8, WG_N / 8)"
+#endif
+#if WEFT_GEMM_SCATTER && (!WEFT_GEMM_HOOK_NOTIFY || !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_SPLITK)
+#error "WEFT_GEMM_SCATTER needs HOOK_NOTIFY, NOTIFY_SYS and the TMA-store epilogue (no SPLITK)"
 #endif
 #if WEFT_GEMM_CLUSTER_M == 2 && WEFT_GEMM_BM == 64 && WEFT_GEMM_BN / 2 > 128
 #error "2x1 clusters with BM=64 take BN up to 256"
@@ -370,6 +388,15 @@ __device__ __forceinline__ void weft_gemm_tma_store(const weft_gemm_tmap_t *map,
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
                    (u64)map),
                "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+
+/* SCATTER: a box into rank c2's copy (tm_c 3-D); rows outside the segment are clipped */
+__device__ __forceinline__ void weft_gemm_tma_store3(const weft_gemm_tmap_t *map, u32 src,
+                                                     int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+                   (u64)map),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
                : "memory");
 }
 
@@ -720,7 +747,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               const int *order_table, int order_rotate_m, const u64 *wait_signals,
               int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
-              int k_splits, weft_device_error_t *error, long long ldc) {
+              int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
@@ -923,14 +950,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               cta_rank);
         if (!(w.m0 + row_off < M && w.n0 + col_off < N)) continue;
+        const int row = w.m0 + row_off;
+#if WEFT_GEMM_SCATTER
+        /* the segments (owners) the sub-tile's rows fall in */
+        const int q0 = row / notify_rows_per_counter;
+        const int q1 = (row + 63 < M ? row + 63 : M - 1) / notify_rows_per_counter;
+#endif
 #pragma unroll 1
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++, st_seq++) {
           weft_gemm_mbar_wait(st_full, st_seq & 1); /* .acquire.cta */
 #pragma unroll
           for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
-            const int box = round * WEFT_GEMM_EPI_BUFS + bi;
-            weft_gemm_tma_store(&tm_c, stg + bi * 8192, w.n0 + col_off + box * WEFT_GEMM_BOX_COLS,
-                                w.m0 + row_off);
+            const int col = w.n0 + col_off + (round * WEFT_GEMM_EPI_BUFS + bi) * WEFT_GEMM_BOX_COLS;
+#if WEFT_GEMM_SCATTER
+            for (int q = q0; q <= q1; q++)
+              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col, row - q * notify_rows_per_counter, q);
+#else
+            weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
+#endif
           }
           weft_gemm_bulk_commit();
           weft_gemm_bulk_wait_read0();
@@ -939,7 +976,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         /* the stored sub-tile must be complete in global memory before the release */
         weft_gemm_bulk_wait0();
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        weft_gemm_notify(notify_counters + (w.m0 + row_off) / notify_rows_per_counter);
+#if WEFT_GEMM_SCATTER
+        for (int q = q0; q <= q1; q++)
+          weft_gemm_notify((u64 *)((char *)notify_counters + q * peer_stride));
+#else
+        weft_gemm_notify(notify_counters + row / notify_rows_per_counter);
+#endif
       }
     }
 #endif

@@ -606,9 +606,10 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   unsigned *ctr = I.ctrs;
   int M = p.M, N = p.N, K = p.K;
   weft_device_error_t *err = g_err_dev;
-  long long ldc = N;
+  long long ldc = N, peer_stride = 0;
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
-                  &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc};
+                  &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
+                  &peer_stride};
   CUlaunchConfig lc;
   memset(&lc, 0, sizeof lc);
   CUlaunchAttribute at[1];

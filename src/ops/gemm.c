@@ -22,7 +22,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, notify, notify_sys;
+  int in, out, b_kmajor, table, wait, notify, notify_sys, scatter;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -221,6 +221,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->notify_counters) {
     GEMM_DEFINE("HOOK_NOTIFY", 1);
     if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
+    if (h->scatter_stride) GEMM_DEFINE("SCATTER", 1);
   }
 #undef GEMM_DEFINE
   return n;
@@ -238,6 +239,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
     k->notify = h->notify_counters != NULL;
     k->notify_sys = k->notify && h->notify_sys;
+    k->scatter = k->notify && h->scatter_stride != 0;
   }
 }
 
@@ -347,15 +349,18 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
 /* ---- launch ---------------------------------------------------------------------------------- */
 
+/* A 2-D map (inner x outer, row stride in elements), or 3-D with `ranks` copies of it
+ * rank_stride bytes apart (ranks 0: 2-D). */
 static weft_status_t encode(weft_comm_t *comm, CUtensorMap *m, const void *ptr, weft_dtype_t t,
                             uint64_t inner, uint64_t outer, long long stride, uint32_t box_in,
-                            uint32_t box_out) {
+                            uint32_t box_out, int ranks, long long rank_stride) {
   CUtensorMapDataType dt = t == WEFT_DTYPE_BF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                            : t == WEFT_DTYPE_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  cuuint64_t dims[2] = {inner, outer}, strides[1] = {(cuuint64_t)stride * weft_dtype_size(t)};
-  cuuint32_t box[2] = {box_in, box_out}, es[2] = {1, 1};
-  WEFT_CU(comm, cuTensorMapEncodeTiled(m, dt, 2, (void *)ptr, dims, strides, box, es,
+  cuuint64_t dims[3] = {inner, outer, (cuuint64_t)ranks},
+             strides[2] = {(cuuint64_t)stride * weft_dtype_size(t), (cuuint64_t)rank_stride};
+  cuuint32_t box[3] = {box_in, box_out, 1}, es[3] = {1, 1, 1};
+  WEFT_CU(comm, cuTensorMapEncodeTiled(m, dt, ranks ? 3 : 2, (void *)ptr, dims, strides, box, es,
                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
@@ -404,17 +409,30 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
   CUtensorMap ta, tb, tc;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
-                    (uint32_t)a_rows(cfg)));
+                    (uint32_t)a_rows(cfg), 0, 0));
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
-                      (uint32_t)(cfg->bn / cfg->cluster)));
+                      (uint32_t)(cfg->bn / cfg->cluster), 0, 0));
   else
-    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK));
-  if (cfg->splitk)
+    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK, 0, 0));
+  long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0;
+  if (cfg->splitk) {
+    if (peer_stride)
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                      "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
     tc = ta; /* unused */
-  else
+  } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
+    int seg = h->notify_rows, ranks = seg > 0 ? p->m / seg : 0;
+    if (!h->notify_sys || ranks < 1 || ranks * seg != p->m)
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                      "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
+                      "segment's %d rows", p->m, seg);
+    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)seg, p->ldc,
+                      (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
+  } else {
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
-                      (uint32_t)(128 / out_size(p->out)), 64));
+                      (uint32_t)(128 / out_size(p->out)), 64, 0, 0));
+  }
 
   /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
   int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
@@ -441,8 +459,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   unsigned *ctr = o->gemm_counters;
   void *err = (void *)(uintptr_t)comm->error_dev;
   long long ldc = p->ldc;
-  void *args[] = {&ta,  &tb,     &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig,
-                  &wrows, &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,    &err, &ldc};
+  void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
+                  &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

@@ -44,6 +44,11 @@ typedef struct weft_gemm_hooks {
   uint64_t *notify_counters; /* after a 64-row sub-tile's store: +1 on counter[row / */
   int notify_rows;           /* notify_rows] (release; .sys when notify_sys) */
   int notify_sys;
+  /* the fused-scatter epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER; needs notify_counters,
+   * notify_sys, a TMA-store configuration and m a multiple of notify_rows): the bytes between two
+   * ranks' copies of symmetric memory. C's segment q (notify_rows rows) goes to rank q's copy of
+   * c, given as rank 0's copy, and its counter is rank q's copy of notify_counters (rank 0's) */
+  long long scatter_stride;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
@@ -96,7 +101,7 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
 /* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages; c, which must not overlap the workspace, holds all m
- * rows when c_all_rows, else m / world; c_all_rows, i.e. weft_gemm_ar, also takes WEFT_ALGO_SM);
+ * rows when c_all_rows, i.e. for weft_gemm_ar, else m / world);
  * the enqueue runs the form that algo asks for (AUTO: by size) into c, [m / world, n]
  * contiguous. */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,

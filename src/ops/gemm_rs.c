@@ -23,6 +23,13 @@
  * GPU's own GEMM only, which waits for nothing (a GEMM that fails fails the context, and with it
  * the waits); the only cross-rank wait, the reduction's, is a bounded kernel wait. Nothing may be
  * a kernel on the side stream while the GEMM holds every SM.
+ *
+ * The fused-scatter form (WEFT_ALGO_SM; seeds/001 §3.3's "scatter in the epilogue"): no copy
+ * engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER)
+ * stores each sub-tile of segment q straight into slot `rank` of rank q's staging, in the same
+ * order, and adds 1 to rank q's arrival flag of this rank once the stores are complete (.sys
+ * release); the reduction then waits for each peer's flag to count the whole segment. Stream
+ * barrier, GEMM, reduction, flags back to 0: one stream, nothing to join.
  */
 #include "ops.h"
 
@@ -88,10 +95,9 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
-  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SEQUENTIAL ||
-                     (c_all_rows && algo == WEFT_ALGO_SM),
-           "algo %d is not one of %s's (auto, %scopy engine, sequential)", (int)algo, op,
-           c_all_rows ? "SM, " : "");
+  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
+                     algo == WEFT_ALGO_SEQUENTIAL,
+           "algo %d is not one of %s's (auto, copy engine, SM, sequential)", (int)algo, op);
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "%s runs over the ranks of one node (world %d, %d on this node)", op,
@@ -110,6 +116,36 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   const char *w = workspace, *cc = c;
   size_t cbytes = (size_t)(c_all_rows ? m : m / comm->local_world) * (size_t)n * weft_dtype_size(out);
   WEFT_ARG(comm, cc + cbytes <= w || cc >= w + need, "c overlaps the workspace");
+  return WEFT_STATUS_SUCCESS;
+}
+
+/* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot, once each
+ * peer's arrival flag here reaches `expected`. */
+static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                    const char *own, char *staging, size_t slot, void *c,
+                                    uint64_t expected, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  size_t seg = (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out);
+  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
+  lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
+  lc.block[0] = GEMM_RS_THREADS;
+  unsigned long long slot_bytes = slot, expect = expected,
+                     count = (unsigned long long)(p->m / comm->local_world) * (unsigned long long)p->n;
+  int dt = (int)p->out;
+  void *args[] = {(void *)&own, &staging, &slot_bytes, &c, &count, &dt, &o->gemm_rs_flags, &expect};
+  return weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream);
+}
+
+/* After a call: this rank's arrival flags and the first `counters` stored-tile counters back to
+ * 0, in stream order (no peer adds to them before the next call's barrier). */
+static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_flags, 0,
+                                (size_t)comm->local_world * sizeof(uint64_t), stream));
+  if (counters)
+    WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_ctr, 0,
+                                  (size_t)counters * sizeof(uint64_t), stream));
   return WEFT_STATUS_SUCCESS;
 }
 
@@ -159,21 +195,41 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
-  weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
-  unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
-  lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
-  lc.block[0] = GEMM_RS_THREADS;
-  const char *own = ws + (size_t)me * seg;
-  unsigned long long slot_bytes = slot, count = (unsigned long long)seg_rows * (unsigned long long)p->n;
-  int dt = (int)p->out;
-  void *args[] = {(void *)&own, &staging, &slot_bytes, &c, &count, &dt, &o->gemm_rs_flags};
-  WEFT_CHECK(weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, c, 1, stream));
   WEFT_CHECK(weft_ops_join1(comm, stream));
-  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_flags, 0,
-                                (size_t)world * sizeof(uint64_t), stream));
-  WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_ctr, 0,
-                                (size_t)counters * sizeof(uint64_t), stream));
-  return WEFT_STATUS_SUCCESS;
+  return gemm_rs_reset(comm, counters, stream);
+}
+
+/* The fused-scatter form (file comment); 0 in *done when this problem cannot take it (a
+ * configuration without TMA stores), nothing enqueued then. */
+static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                   const void *b, void *c, char *ws, CUstream stream, int *done) {
+  weft_ops_t *o = &comm->ops;
+  int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  *done = !cfg.splitk;
+  if (!*done) return WEFT_STATUS_SUCCESS;
+  size_t part, slot;
+  gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
+  char *staging = ws + part, *mine = staging + (size_t)me * slot;
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
+  h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, 0);
+  h.notify_rows = seg_rows;
+  h.notify_sys = 1;
+  h.scatter_stride = (long long)comm->heap.stride;
+  /* Each source adds `units` to this rank's counter per row of 64-row sub-tiles that touches the
+   * segment (a sub-tile straddling two segments notifies both owners). */
+  long long lo = (long long)me * seg_rows, hi = lo + seg_rows;
+  uint64_t expected = weft_gemm_notify_units(p, &cfg) * (uint64_t)((hi + 63) / 64 - lo / 64);
+  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h));
+  WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
+  void *dst = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
+  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, dst, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine, staging, slot, c, expected, stream));
+  return gemm_rs_reset(comm, 0, stream);
 }
 
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
@@ -187,6 +243,8 @@ weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t 
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)
     WEFT_CHECK(gemm_rs_overlapped(comm, p, a, b, c, workspace, stream, &done));
+  else if (algo == WEFT_ALGO_SM)
+    WEFT_CHECK(gemm_rs_fused(comm, p, a, b, c, workspace, stream, &done));
   if (done) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
   return weft_reduce_scatter(comm, workspace, c, (size_t)(p->m / world) * (size_t)p->n, p->out,

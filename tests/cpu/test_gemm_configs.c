@@ -204,6 +204,7 @@ int main(void) {
   weft_gemm_hooks_t hooks[] = {
       {.wait_signals = &sig},
       {.notify_counters = &ctr, .notify_sys = 1},
+      {.notify_counters = &ctr, .notify_sys = 1, .scatter_stride = 1ll << 36}, /* GEMM+RS fused */
       {.notify_counters = &ctr},
       {.wait_signals = &sig, .order_table = &table},
   };

@@ -261,7 +261,8 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
                             outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
   int kmaj = (int)(test_rand(&shared) & 1);
   int n = 1 + (int)(test_rand(&shared) % (large ? 1200 : 700));
-  if (!kmaj) n = 8 * (1 + n / 8); /* contiguous [k, n] B needs 16-byte rows */
+  /* contiguous [k, n] B needs 16-byte rows; so does C for the fused scatter's TMA stores */
+  if (!kmaj || (op == OP_RS && algo == WEFT_ALGO_SM)) n = 8 * (1 + n / 8);
   int k = 8 * (1 + (int)(test_rand(&shared) % (large ? 96 : 48)));
   int rows = large ? 600 + (int)(test_rand(&shared) % 900) : 1 + (int)(test_rand(&shared) % 300);
   int m = op == OP_AG ? rows : op == OP_RS ? world * rows : world * rows + (int)(test_rand(&shared) % 2 ? 0 : test_rand(&shared) % world);
@@ -275,9 +276,10 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
 
 /* The three ops captured in one graph, replayed three times. */
 static void graph(void) {
-  enum { N = 4 };
+  enum { N = 5 };
   tcase_t t[N] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
+                  make(OP_RS, world * 530, 264, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_SM),
                   make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_AR, 777, 200, 128, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_SM)};
   for (int i = 0; i < N; i++) {
@@ -317,9 +319,10 @@ static void stress(int op) {
       weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
       OK(weft_kernel_launch(k_delay, &c, a, s));
     }
-    /* the last call, the one checked, is overlapped (SM for GEMM + AllReduce) */
+    /* the last call, the one checked, is overlapped (SM: GEMM + ReduceScatter's fused scatter,
+     * GEMM + AllReduce's consumer) */
     t.algo = i % 10 == 8 ? WEFT_ALGO_SEQUENTIAL
-             : op == OP_AR && i % 2 ? WEFT_ALGO_SM : WEFT_ALGO_COPY_ENGINE;
+             : op != OP_AG && i % 2 ? WEFT_ALGO_SM : WEFT_ALGO_COPY_ENGINE;
     call(&t);
   }
   verify(&t, " (after 200 calls with stragglers)");
@@ -342,7 +345,7 @@ int main(void) {
   k_cmp = test_kernel(mod, "compare");
   k_delay = test_kernel(mod, "delay");
   CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  /* SM: GEMM + AllReduce only */
+  /* SM: GEMM + ReduceScatter (fused scatter) and GEMM + AllReduce */
   const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL, WEFT_ALGO_AUTO, WEFT_ALGO_SM};
 
   trace = getenv("WEFT_TEST_TRACE") != NULL;
@@ -350,11 +353,18 @@ int main(void) {
   const char *only = getenv("WEFT_TEST_OPS");
   for (int op = 0; op < 3; op++) {
     if (only && !strstr(only, op_names[op])) continue;
-    for (int a = 0; a < (op == OP_AR ? 4 : 3); a++)
+    for (int a = 0; a < (op == OP_AG ? 3 : 4); a++)
       for (int i = 0; i < 4; i++) one(random_case(op, algos[a], i >= 2));
     /* AUTO's overlapped form on a larger problem, segments of whole 64-row sub-tiles (RS/AR) */
     one(make(op, op == OP_AG ? 1100 : world * 1024, 1000, 512, 1, WEFT_DTYPE_BF16,
              WEFT_DTYPE_BF16, WEFT_ALGO_AUTO));
+    /* the fused scatter with segments of whole sub-tiles, and m = 320: segments of 160, 80 or
+     * 40 rows at 2, 4 or 8 ranks, so that 64-row sub-tiles straddle two or three segments */
+    if (op == OP_RS) {
+      one(make(op, world * 1024, 1000, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_SM));
+      if (320 % world == 0)
+        one(make(op, 320, 520, 192, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_SM));
+    }
     /* k = 0 */
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
              WEFT_ALGO_COPY_ENGINE));
