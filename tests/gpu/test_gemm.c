@@ -179,6 +179,59 @@ static void hooks_identical(const weft_gemm_problem_t *p) {
   teardown(&x);
 }
 
+/* The fused-scatter epilogue (GEMM + ReduceScatter's, WEFT_GEMM_SCATTER) on one GPU: `ranks`
+ * blocks of one buffer stand for the ranks' copies of a symmetric buffer (scatter_stride apart),
+ * each holding a segment of m / ranks rows and, after it, that rank's counter. The segments put
+ * back together must equal the plain call's C bit for bit (padding columns untouched), and each
+ * counter must count the stored 64-row sub-tiles that touch its segment. */
+static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
+  buffers_t x;
+  setup(&x, p);
+  poison(&x);
+  run_gemm(&x);
+  check(&x, "plain");
+  unsigned char *want = download(&x);
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  int seg = p->m / ranks;
+  size_t row = (size_t)p->ldc * out_size(p->out), data = ((size_t)seg * row + 255) / 256 * 256,
+         blk = data + 256;
+  CUdeviceptr buf;
+  CU(cuMemAlloc(&buf, (size_t)ranks * blk));
+  CU(cuMemsetD8(buf, 0xFF, (size_t)ranks * blk));
+  for (int q = 0; q < ranks; q++) CU(cuMemsetD8(buf + q * blk + data, 0, 8));
+  weft_gemm_hooks_t hooks = {.notify_counters = (uint64_t *)(uintptr_t)(buf + data),
+                             .notify_rows = seg, .notify_sys = 1, .scatter_stride = (long long)blk};
+  OK(weft_gemm_launch(comm, p, &cfg, &hooks, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
+                      (void *)(uintptr_t)buf, s));
+  OK(weft_stream_synchronize(comm, s));
+  unsigned char *h = malloc((size_t)ranks * blk), *got = malloc(x.c_bytes);
+  CU(cuMemcpyDtoH(h, buf, (size_t)ranks * blk));
+  for (int r = 0; r < p->m; r++)
+    memcpy(got + (size_t)r * row, h + (size_t)(r / seg) * blk + (size_t)(r % seg) * row, row);
+  int ok = !memcmp(got, want, x.c_bytes), bad = 0;
+  uint64_t units = weft_gemm_notify_units(p, &cfg);
+  for (int q = 0; q < ranks; q++) {
+    uint64_t n, lo = (uint64_t)q * seg, hi = lo + seg, expect = units * ((hi + 63) / 64 - lo / 64);
+    memcpy(&n, h + (size_t)q * blk + data, 8);
+    if (n != expect) {
+      if (!bad) printf("     rank %d's counter: %llu notifies, expected %llu\n", q,
+                       (unsigned long long)n, (unsigned long long)expect);
+      bad++;
+    }
+  }
+  cases++;
+  if (!ok || bad) failures++;
+  printf("%s scatter over %d ranks (segments of %d rows, BM %d): m %d n %d k %d, C %s the plain "
+         "call's, %d counters wrong\n", ok && !bad ? "ok  " : "FAIL", ranks, seg, cfg.bm, p->m,
+         p->n, p->k, ok ? "bit-identical to" : "DIFFERS from", bad);
+  free(h);
+  free(got);
+  free(want);
+  CU(cuMemFree(buf));
+  teardown(&x);
+}
+
 /* Split-K with the splits of a tile reducing in one cluster (distributed shared memory) against
  * the workspace reduction of the same splits: the same sums in the same order, so the same bits;
  * also with the wait hook (signals set), and on 2 clusters only (hooks.sms), so that each cluster
@@ -324,6 +377,14 @@ int main(int argc, char **argv) {
     hooks_identical(&hp);
     hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
     hooks_identical(&hp);
+    /* the fused scatter: segments of whole sub-tiles; of 200 rows (sub-tiles straddle two); of
+     * 40 rows (a sub-tile spans three); padded C rows, both layouts, 16-bit and fp32 C */
+    hp = problem(2048, 768, 256, 0, 0, 0, B, B, 1);
+    scatter_emulated(&hp, 2);
+    hp = problem(600, 1000, 512, 8, 0, 8, B, B, 1);
+    scatter_emulated(&hp, 3);
+    hp = problem(160, 520, 192, 0, 0, 4, H, F, 0);
+    scatter_emulated(&hp, 4);
     /* cluster reductions: 64x64 tiles (4 column groups a warpgroup: up to 4 splits), 64x128
      * (8), 128x128 (16); odd m and n, fp32 and 16-bit C, both layouts */
     for (int ks = 2; ks <= 4; ks++) {
