@@ -56,11 +56,17 @@
  *                        counter), 0: red.release.gpu (only this GPU reads it)
  *   WEFT_GEMM_SCATTER    [0] 1 (with HOOK_NOTIFY, NOTIFY_SYS, no SPLITK): the fused-scatter
  *                        epilogue of GEMM + ReduceScatter. C's rows are segments of
- *                        notify_rows_per_counter rows, segment q owned by rank q; tm_c is 3-D
- *                        {N, segment rows, ranks} whose rank stride is peer_stride (param 20),
- *                        so a sub-tile's store of rows in segment q lands in rank q's memory
- *                        (one store per segment the 64 rows touch, each clipped to it). After
- *                        the stores complete, +1 (release.sys) on the counter at
+ *                        seg = notify_rows_per_counter rows, segment q owned by rank q; tm_c is
+ *                        3-D {N, slot rows, ranks} whose rank stride is peer_stride (param 20).
+ *                        Rank q's copy (its slot) holds the 64-row blocks of C that touch its
+ *                        segment, from block floor(q * seg / 64) on: a sub-tile at row r is
+ *                        stored whole at slot row r - 64 * floor(q * seg / 64) of every rank q
+ *                        whose segment it touches, so segment q starts at slot row
+ *                        (q * seg) % 64 and the rows around it (a neighbour's) are not to be
+ *                        read. Slot rows: at least 64 * (ceil(seg / 64) + 1). (Whole boxes at
+ *                        64-row-aligned slot rows: a box starting at a negative row to clip a
+ *                        sub-tile to its segment raised an illegal-instruction error on H100.)
+ *                        After the stores complete, +1 (release.sys) on the counter at
  *                        notify_counters + q * peer_stride bytes: each owner's own counter.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
@@ -121,8 +127,8 @@
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
  *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64};
- *         SCATTER: dims {N, M / ranks, ranks}, strides {N*outsize, peer_stride}, box
- *         {128/outsize, 64, 1}, based at rank 0's copy of the destination
+ *         SCATTER: dims {N, slot rows, ranks}, strides {N*outsize, peer_stride}, box
+ *         {128/outsize, 64, 1}, based at rank 0's slot
  * (the strides may exceed the dims: row strides lda, ldb, ldc in place of K, N, ...).
  * Requirements: every row stride of a tensor map a multiple of 16 bytes (TMA), so K % 8 == 0
  * and lda, ldb (and ldc for the TMA store) multiples of 8 elements (4 for fp32 C); base
@@ -391,7 +397,7 @@ __device__ __forceinline__ void weft_gemm_tma_store(const weft_gemm_tmap_t *map,
                : "memory");
 }
 
-/* SCATTER: a box into rank c2's copy (tm_c 3-D); rows outside the segment are clipped */
+/* SCATTER: a box into rank c2's slot (tm_c 3-D) */
 __device__ __forceinline__ void weft_gemm_tma_store3(const weft_gemm_tmap_t *map, u32 src,
                                                      int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
@@ -964,7 +970,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             const int col = w.n0 + col_off + (round * WEFT_GEMM_EPI_BUFS + bi) * WEFT_GEMM_BOX_COLS;
 #if WEFT_GEMM_SCATTER
             for (int q = q0; q <= q1; q++)
-              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col, row - q * notify_rows_per_counter, q);
+              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
+                                   row - (q * notify_rows_per_counter & ~63), q);
 #else
             weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
 #endif

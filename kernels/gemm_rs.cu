@@ -10,15 +10,18 @@
  *
  *   weft_gemm_rs_reduce  out[i] = sum over ranks r in order of (r == me ? own[i] : slot r [i]),
  *                        i < n elements. Slot r starts at staging + r * slot_bytes, the segment
- *                        inside it at (own & 15) so that every source shares own's alignment
- *                        mod 16 (16-byte vectors). flags: this rank's [world] arrival flags
- *                        (symmetric; reset to 0 by the host's stream after the call).
+ *                        inside it at byte `offset` (the copy-engine form: own & 15, so that
+ *                        every source shares own's alignment mod 16 for 16-byte vectors; the
+ *                        fused scatter: where the 64-row blocks put it). flags: this rank's
+ *                        [world] arrival flags (symmetric; reset to 0 by the host's stream after
+ *                        the call).
  */
 #include <weft/device.cuh>
 #include <weft/reduce.cuh>
 
 extern "C" __global__ void weft_gemm_rs_reduce(const char *own, const char *staging,
-                                               unsigned long long slot_bytes, char *out,
+                                               unsigned long long slot_bytes,
+                                               unsigned long long offset, char *out,
                                                unsigned long long n, int dtype,
                                                const unsigned long long *flags,
                                                unsigned long long expected) {
@@ -26,7 +29,7 @@ extern "C" __global__ void weft_gemm_rs_reduce(const char *own, const char *stag
   __shared__ char *dsts[1];
   int world = weft_state.local_world, me = weft_state.local_rank;
   for (int p = (int)threadIdx.x; p < world; p += (int)blockDim.x) {
-    srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + ((weft_u64_t)own & 15);
+    srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset;
     if (p != me)
       weft_wait_until(flags + p, WEFT_CMP_GE, expected, "gemm_rs(arrival)", weft_state.node_first_rank + p);
   }

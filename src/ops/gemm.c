@@ -427,8 +427,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
       return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                       "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
                       "segment's %d rows", p->m, seg);
-    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)seg, p->ldc,
-                      (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
+    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
+                      p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
   } else {
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
                       (uint32_t)(128 / out_size(p->out)), 64, 0, 0));

@@ -46,8 +46,9 @@ typedef struct weft_gemm_hooks {
   int notify_sys;
   /* the fused-scatter epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER; needs notify_counters,
    * notify_sys, a TMA-store configuration and m a multiple of notify_rows): the bytes between two
-   * ranks' copies of symmetric memory. C's segment q (notify_rows rows) goes to rank q's copy of
-   * c, given as rank 0's copy, and its counter is rank q's copy of notify_counters (rank 0's) */
+   * ranks' copies of symmetric memory. C's segment q (notify_rows rows) goes to rank q's slot (c
+   * is rank 0's; weft_gemm_scatter_rows rows of ldc elements, the segment from row
+   * (q * notify_rows) % 64), and its counter is rank q's copy of notify_counters (rank 0's) */
   long long scatter_stride;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
@@ -78,6 +79,10 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cf
 #define WEFT_GEMM_MAX_SMEM 232448
 #define WEFT_GEMM_MAX_STAGES 16 /* kernels/gemm.cu: the ring of mbarriers */
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
+
+/* Rows of a fused-scatter slot (weft_gemm_hooks_t.scatter_stride) for segments of seg rows: the
+ * 64-row blocks a segment touches, at most. */
+static inline int weft_gemm_scatter_rows(int seg) { return 64 * ((seg + 63) / 64 + 1); }
 
 /* What a HOOK_NOTIFY kernel of cfg adds, over all tile columns, for one row of 64-row sub-tiles
  * (kernels/gemm.cu, param 13): a counter of r rows (r a multiple of 64) is complete once it

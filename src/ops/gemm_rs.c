@@ -66,11 +66,14 @@ void weft_gemm_rs_destroy(weft_comm_t *comm) {
 
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 
-/* The workspace's layout: the partial product's bytes (rounded to 16) and one staging slot's. */
+/* The workspace's layout: the partial product's bytes (rounded to 16) and one staging slot's:
+ * room for a segment at any offset mod 16 (the copy-engine form) and for the 64-row blocks that
+ * touch it (the fused scatter, weft_gemm_scatter_rows). */
 static void gemm_rs_layout(int world, int m, int n, weft_dtype_t out, size_t *partial, size_t *slot) {
-  size_t es = weft_dtype_size(out), seg = (size_t)(m / world) * (size_t)n * es;
-  *partial = round16((size_t)m * (size_t)n * es);
-  *slot = round16(seg) + 16;
+  size_t es = weft_dtype_size(out), row = (size_t)n * es, seg = (size_t)(m / world) * row,
+         blocks = (size_t)weft_gemm_scatter_rows(m / world) * row;
+  *partial = round16((size_t)m * row);
+  *slot = round16(seg > blocks ? seg : blocks) + 16;
 }
 
 weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int n, weft_dtype_t out,
@@ -119,21 +122,21 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   return WEFT_STATUS_SUCCESS;
 }
 
-/* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot, once each
- * peer's arrival flag here reaches `expected`. */
+/* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot (the segment
+ * at byte `offset` of each), once each peer's arrival flag here reaches `expected`. */
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                    const char *own, char *staging, size_t slot, void *c,
-                                    uint64_t expected, CUstream stream) {
+                                    const char *own, char *staging, size_t slot, size_t offset,
+                                    void *c, uint64_t expected, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   size_t seg = (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out);
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
   lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
   lc.block[0] = GEMM_RS_THREADS;
-  unsigned long long slot_bytes = slot, expect = expected,
+  unsigned long long slot_bytes = slot, off = offset, expect = expected,
                      count = (unsigned long long)(p->m / comm->local_world) * (unsigned long long)p->n;
   int dt = (int)p->out;
-  void *args[] = {(void *)&own, &staging, &slot_bytes, &c, &count, &dt, &o->gemm_rs_flags, &expect};
+  void *args[] = {(void *)&own, &staging, &slot_bytes, &off, &c, &count, &dt, &o->gemm_rs_flags, &expect};
   return weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream);
 }
 
@@ -195,7 +198,8 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, c, 1, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
+                            c, 1, stream));
   WEFT_CHECK(weft_ops_join1(comm, stream));
   return gemm_rs_reset(comm, counters, stream);
 }
@@ -212,6 +216,8 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   if (!*done) return WEFT_STATUS_SUCCESS;
   size_t part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
+  /* the segment inside each slot: after the rows of the 64-row block it starts in */
+  size_t offset = (size_t)(me * seg_rows % 64) * (size_t)p->n * weft_dtype_size(p->out);
   char *staging = ws + part, *mine = staging + (size_t)me * slot;
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
@@ -226,9 +232,9 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   uint64_t expected = weft_gemm_notify_units(p, &cfg) * (uint64_t)((hi + 63) / 64 - lo / 64);
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h));
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-  void *dst = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
-  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, dst, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, mine, staging, slot, c, expected, stream));
+  void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
+  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, slot0, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, stream));
   return gemm_rs_reset(comm, 0, stream);
 }
 

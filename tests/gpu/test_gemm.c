@@ -181,8 +181,9 @@ static void hooks_identical(const weft_gemm_problem_t *p) {
 
 /* The fused-scatter epilogue (GEMM + ReduceScatter's, WEFT_GEMM_SCATTER) on one GPU: `ranks`
  * blocks of one buffer stand for the ranks' copies of a symmetric buffer (scatter_stride apart),
- * each holding a segment of m / ranks rows and, after it, that rank's counter. The segments put
- * back together must equal the plain call's C bit for bit (padding columns untouched), and each
+ * each holding a slot (the 64-row blocks that touch a segment of m / ranks rows, the segment
+ * from slot row (q * seg) % 64) and, after it, that rank's counter. The segments put back
+ * together must equal the plain call's C bit for bit (padding columns untouched), and each
  * counter must count the stored 64-row sub-tiles that touch its segment. */
 static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   buffers_t x;
@@ -194,8 +195,8 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
   int seg = p->m / ranks;
-  size_t row = (size_t)p->ldc * out_size(p->out), data = ((size_t)seg * row + 255) / 256 * 256,
-         blk = data + 256;
+  size_t row = (size_t)p->ldc * out_size(p->out),
+         data = ((size_t)weft_gemm_scatter_rows(seg) * row + 255) / 256 * 256, blk = data + 256;
   CUdeviceptr buf;
   CU(cuMemAlloc(&buf, (size_t)ranks * blk));
   CU(cuMemsetD8(buf, 0xFF, (size_t)ranks * blk));
@@ -208,7 +209,7 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   unsigned char *h = malloc((size_t)ranks * blk), *got = malloc(x.c_bytes);
   CU(cuMemcpyDtoH(h, buf, (size_t)ranks * blk));
   for (int r = 0; r < p->m; r++)
-    memcpy(got + (size_t)r * row, h + (size_t)(r / seg) * blk + (size_t)(r % seg) * row, row);
+    memcpy(got + (size_t)r * row, h + (size_t)(r / seg) * blk + (size_t)(r - (r / seg * seg & ~63)) * row, row);
   int ok = !memcmp(got, want, x.c_bytes), bad = 0;
   uint64_t units = weft_gemm_notify_units(p, &cfg);
   for (int q = 0; q < ranks; q++) {
