@@ -37,6 +37,7 @@
  * Environment: WEFT_DEBUG=WARN|INFO|TRACE, WEFT_DEBUG_FILE (%h host, %p pid), WEFT_TIMEOUT_MS,
  * WEFT_HEAP_SIZE (bytes, K/M/G suffixes), WEFT_CACHE_DIR, WEFT_BOOTSTRAP_ADDR (host:port),
  * WEFT_BOOTSTRAP_TIMEOUT_MS, WEFT_RANK / WEFT_WORLD_SIZE / WEFT_LOCAL_RANK / WEFT_LOCAL_WORLD_SIZE,
+ * WEFT_AUTOTUNE=1 (weft_comm_set_autotune), WEFT_COMM_SMS (weft_gemm_ar),
  * WEFT_SHARE_GPUS=1 (ranks beyond the GPU count share GPUs round-robin: for correctness tests on
  * small machines; their kernels take turns, so timings mean nothing), WEFT_ENABLE_MULTICAST (see
  * DESIGN.md, Safety: refused when NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1 or
@@ -131,6 +132,18 @@ WEFT_API const char *weft_comm_get_last_error(const weft_comm_t *comm);
  * WEFT_STATUS_MISMATCH: counts of weft_alltoallv that disagreed between two ranks; no kernel
  * failed, so it is returned once and the communicator stays usable. */
 WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm);
+
+/* The autotuner (on: 1, off: 0; at init WEFT_AUTOTUNE=1 turns it on). With it on, an
+ * overlapped op called with WEFT_ALGO_AUTO (weft_ag_gemm, weft_gemm_rs, weft_gemm_ar) decides
+ * its plan (algorithm, GEMM tile width, the SMs of an SM-side consumer) by timing each candidate
+ * plan on the call's own buffers the first time a shape is seen: every candidate runs the whole
+ * op a few times, the slowest rank's median decides, every rank takes the same winner. The
+ * decision is kept for the communicator's life and on disk (WEFT_CACHE_DIR/autotune, keyed by
+ * op, shapes, world size, GPU model and weft's version), so later runs agree without timing.
+ * The first call of a shape takes longer (tens of calls) and the op's output is written by each
+ * trial, then by the winner. Inside a CUDA graph capture no trial can run: a shape not decided
+ * before takes the heuristic's plan. Collective: set it the same on every rank. */
+WEFT_API weft_status_t weft_comm_set_autotune(weft_comm_t *comm, int on);
 
 WEFT_API weft_status_t weft_comm_rank(const weft_comm_t *comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(const weft_comm_t *comm, int *size);

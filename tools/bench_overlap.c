@@ -16,7 +16,9 @@
  *            ReduceScatter of the [M, N] partial.
  *   gemm_ar: the same GEMM, then NCCL AllReduce of the partial: out [M, N].
  * Options: -s M,N,K (repeatable; default DESIGN.md's shapes, gemm_ar the GEMM+RS shapes at M =
- * 8192 and M = 128), -l nk|kn, -d bf16|fp16, -a auto|ce|seq, -n, -w, -J file.json.
+ * 8192 and M = 128), -l nk|kn, -d bf16|fp16, -a auto|ce|sm|seq (gemm_rs sm: the fused scatter;
+ * gemm_ar sm: the SM consumer), --autotune (AUTO with weft_comm_set_autotune: each shape's plan
+ * timed on its check call), -n, -w, -J file.json.
  */
 #include <cublas_v2.h>
 #include <math.h>
@@ -98,13 +100,22 @@ static void run(bench_t *b, void *ctx, int which) {
 static void usage(const char *suite) {
   fprintf(stderr,
           "usage: weftrun -n N weft-bench %s [-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-a auto|ce|sm|seq] "
-          "[-n iters] [-w warmup] [-G 0|1] [-J file.json]\n", suite);
+          "[--autotune] [-n iters] [-w warmup] [-G 0|1] [-J file.json]\n", suite);
   exit(2);
 }
 
 static int main_overlap(int op, const char *suite, int argc, char **argv) {
   static bench_mm_opts_t o = {.kmajor = 0, .dtype = "bf16", .iters = 20, .warmup = 5};
   const char *algo = NULL;
+  int tune = 0;
+  for (int i = 0; i < argc;) /* --autotune stands alone; the others take a value */
+    if (!strcmp(argv[i], "--autotune")) {
+      tune = 1;
+      memmove(argv + i, argv + i + 1, (size_t)(argc - i - 1) * sizeof *argv);
+      argc--;
+    } else {
+      i++;
+    }
   for (int i = 0; i < argc; i += 2) {
     if (i + 1 >= argc) usage(suite);
     int r = bench_mm_option(&o, argv[i], argv[i + 1]);
@@ -137,6 +148,11 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   x.op = op, x.kmajor = kmajor, x.fp16 = !strcmp(dtype, "fp16");
   x.in = x.fp16 ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16;
   x.algo = bench_parse_algo(algo);
+  if (tune && x.algo != WEFT_ALGO_AUTO) {
+    fprintf(stderr, "weft-bench %s: --autotune chooses the algorithm: drop -a\n", suite);
+    exit(2);
+  }
+  if (tune) BENCH_CHECK(weft_comm_set_autotune(b.comm, 1));
   x.nc = bench_nccl_init(&b);
   CUBLAS_CHECK(cublasCreate(&x.blas));
   CUBLAS_CHECK(cublasSetStream(x.blas, (cudaStream_t)b.stream));
@@ -151,7 +167,10 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
     printf("# %s, %s, B %s, algorithm %s; ms per call (median of %d samples of %d calls, slowest "
            "rank); GEMM = cuBLAS alone, comm = NCCL alone; exposed = weft - GEMM; bound = "
            "max(GEMM, comm) / weft\n",
-           suite, dtype, kmajor ? "[N,K]" : "[K,N]", algo ? algo : "auto", o.iters, BENCH_BATCH);
+           suite, dtype, kmajor ? "[N,K]" : "[K,N]",
+           tune ? "auto, autotuned on the check call (WEFT_DEBUG=INFO names each winner)"
+                : algo ? algo : "auto",
+           o.iters, BENCH_BATCH);
     printf("#%6s %6s %6s | %8s %8s %11s %8s | %8s %8s %7s | %8s\n", "M", "N", "K", "GEMM", "comm",
            "cuBLAS+NCCL", "weft", "exposed", "speedup", "bound", "err");
   }

@@ -35,9 +35,9 @@ static const struct {
     {"alltoall", main_alltoall, "weft_alltoall beside grouped ncclSend/ncclRecv (-a auto|sm|ll; -d any)"},
     {"alltoallv", main_alltoallv,
      "weft_alltoallv beside grouped ncclSend/ncclRecv, skewed per-pair counts (-a auto|sm|ll; -d any)"},
-    {"ag_gemm", main_ag_gemm, "weft_ag_gemm beside NCCL AllGather + cuBLAS (-s M,N,K, -l, -d, -a auto|ce|seq)"},
-    {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (same options)"},
-    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (same options)"},
+    {"ag_gemm", main_ag_gemm, "weft_ag_gemm beside NCCL AllGather + cuBLAS (-s M,N,K, -l, -d, -a auto|ce|seq, --autotune)"},
+    {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (same options; -a sm: fused scatter)"},
+    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (same options; -a sm: SM consumer)"},
 };
 
 int main(int argc, char **argv) {

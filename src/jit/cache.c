@@ -442,7 +442,7 @@ bool weft_jit_cache_dir(char *buf, size_t size) {
 /* mkdir -p: ranks race to create it, so an existing directory is success. A parent we may not
  * write (/home, a read-only mount) can fail with EACCES or EROFS rather than EEXIST even though
  * it exists, so only a component that is still not a directory stops the walk. */
-static bool make_dirs(const char *path) {
+bool weft_jit_cache_make_dirs(const char *path) {
   char tmp[4096];
   struct stat sb;
   if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return false;
@@ -528,7 +528,7 @@ static bool write_all(int fd, const void *data, size_t size) {
 /* A failed write costs a later recompile, never this compile: warn and go on. */
 static void entry_write(const char *dir, const char *path, const void *cubin, size_t cubin_size,
                         const char *log) {
-  if (!make_dirs(dir)) {
+  if (!weft_jit_cache_make_dirs(dir)) {
     /* Once per process: every compile would repeat it. */
     static int warned;
     if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))

@@ -114,6 +114,27 @@ weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const ch
  * false when the cache is off (WEFT_CACHE_DISABLE=1, or no directory can be named). */
 bool weft_jit_cache_dir(char *buf, size_t size);
 
+/* mkdir -p that tolerates ranks racing to create the same directories. */
+bool weft_jit_cache_make_dirs(const char *path);
+
+/* ---- autotune (autotune.c) ---- */
+
+/* Enqueues the op as candidate `candidate` on stream (ctx: the op's arguments). */
+typedef weft_status_t (*weft_autotune_run_t)(weft_comm_t *comm, const void *ctx, int candidate,
+                                             CUstream stream);
+
+/* The distributed autotuner: the index of the fastest of the candidates names[0..n) for the op
+ * `key` names (op, shapes, dtypes, layout; world size, GPU and version are added), in *best, the
+ * same on every rank; -1 when no decision can be made now (a rank is capturing a graph: the
+ * caller takes its heuristic). Collective over the world, like the op. Decided once per key and
+ * process: the process's table, else an agreed disk entry (<cache dir>/autotune), else timed
+ * trials of every candidate on the caller's buffers (autotune.c). */
+weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *const *names, int n,
+                            weft_autotune_run_t run, const void *ctx, CUstream stream, int *best);
+
+/* Frees the table (weft_comm_destroy). */
+void weft_autotune_forget(weft_comm_t *comm);
+
 /* ---- SHA-256 (FIPS 180-4), for cache keys and entry checksums ---- */
 
 typedef struct weft_sha256 {

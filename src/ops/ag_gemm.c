@@ -20,6 +20,7 @@
  */
 #include "ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -34,16 +35,16 @@ weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
 
 void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go with the heap */ }
 
-static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p, int m,
-                                        const char *a, char *ag, const void *b, void *c,
-                                        CUstream stream) {
+static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                        const weft_ops_plan_t *plan, int m, const char *a, char *ag,
+                                        const void *b, void *c, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world;
   size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
   char *slot = ag + (size_t)me * bytes;
   CUstream side = o->side[0];
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_ops_gemm_config(comm, p, plan, &cfg);
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
   /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
@@ -71,6 +72,34 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->ag_gemm_sig, 0,
                                 (size_t)world * sizeof(uint64_t), stream));
   return WEFT_STATUS_SUCCESS;
+}
+
+/* One call's arguments (checked), for the autotuner's trials. */
+typedef struct ag_gemm_args {
+  const weft_gemm_problem_t *p;
+  int m; /* rows per rank */
+  const char *a;
+  char *ag;
+  const void *b;
+  void *c;
+} ag_gemm_args_t;
+
+static weft_status_t ag_gemm_enqueue(weft_comm_t *comm, const ag_gemm_args_t *x,
+                                     const weft_ops_plan_t *plan, CUstream stream) {
+  const weft_gemm_problem_t *p = x->p;
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world);
+  if (p->n == 0 || p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
+  if (algo == WEFT_ALGO_COPY_ENGINE)
+    return ag_gemm_overlapped(comm, p, plan, x->m, x->a, x->ag, x->b, x->c, stream);
+  size_t bytes = (size_t)x->m * (size_t)p->k * weft_dtype_size(p->in);
+  WEFT_CHECK(weft_allgather(comm, x->a, x->ag, bytes, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO,
+                            (weft_stream_t)stream));
+  return weft_gemm_launch(comm, p, NULL, NULL, x->ag, x->b, x->c, stream);
+}
+
+static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
+                                 CUstream stream) {
+  return ag_gemm_enqueue(comm, ctx, plan, stream);
 }
 
 weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, const void *b,
@@ -103,11 +132,13 @@ weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, c
     WEFT_ARG(comm, mine == slot || mine + bytes <= ag || mine >= ag + bytes * (size_t)world,
              "a overlaps a_gathered without being this rank's rows of it (in place)");
   }
-  algo = weft_ops_overlap_algo(algo, p.m, world);
-  if (n == 0 || k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
   WEFT_CHECK(weft_comm_make_current(comm));
-  if (algo == WEFT_ALGO_COPY_ENGINE)
-    return ag_gemm_overlapped(comm, &p, m, mine, ag, b, c, (CUstream)stream);
-  WEFT_CHECK(weft_allgather(comm, a, a_gathered, bytes, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, stream));
-  return weft_gemm_launch(comm, &p, NULL, NULL, ag, b, c, (CUstream)stream);
+  static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL};
+  ag_gemm_args_t x = {&p, m, mine, ag, b, c};
+  char key[256];
+  snprintf(key, sizeof key, "ag_gemm m=%d n=%d k=%d ldb=%d ldc=%d in=%d out=%d b=%s", m, n, k, ldb,
+           ldc, (int)in, (int)out, p.b_kmajor ? "nk" : "kn");
+  weft_ops_plan_t plan;
+  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, algos, 2, 0, ag_gemm_run, &x, (CUstream)stream, &plan));
+  return ag_gemm_enqueue(comm, &x, &plan, (CUstream)stream);
 }

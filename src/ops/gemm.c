@@ -111,6 +111,24 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
   return p->ldc * out_size(p->out) % 16 == 0 && p->n * out_size(p->out) % 16 == 0;
 }
 
+/* The large-m tile widths: stages and staging boxes for each, and the per-width cost of the
+ * wave model (weft_gemm_config_choose). */
+static const struct gemm_width {
+  int bn, stages, epi;
+  double cost;
+} gemm_widths[] = {{256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
+#define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
+
+/* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
+ * (WG_N * outsize / 128); the stages fit shared memory. */
+static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
+  int boxes = wg_n(c) * out_size(p->out) / 128;
+  if (boxes < 1) boxes = 1;
+  if (c->epi_bufs > boxes) c->epi_bufs = boxes;
+  while (boxes % c->epi_bufs) c->epi_bufs--;
+  while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
+}
+
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
  * is left after the stream (the split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found the
  * best at about 45-130 CTAs: for m <= 16 BM=64 BN=64 (BN=128 with [k, n] B) with splits up to the
@@ -172,11 +190,10 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
      * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
      * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster. */
-    static const struct { int bn, stages, epi; double cost; } w[] = {
-        {256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
+    const struct gemm_width *w = gemm_widths;
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
     double best = 0;
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    for (size_t i = 0; i < GEMM_WIDTHS; i++) {
       if (!p->b_kmajor && w[i].bn % 128) continue;
       long long units = ctiles_m * ((p->n + w[i].bn - 1) / w[i].bn);
       double t = (double)((units + clusters - 1) / clusters) * w[i].bn * w[i].cost;
@@ -186,12 +203,18 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     c->cluster = 2;
   }
   if (!c_takes_tma(p)) c->splitk = 1; /* direct store, k_splits as chosen */
-  /* EPI_BUFS must divide the warpgroup's output boxes (WG_N * outsize / 128) */
-  int boxes = wg_n(c) * out_size(p->out) / 128;
-  if (boxes < 1) boxes = 1;
-  if (c->epi_bufs > boxes) c->epi_bufs = boxes;
-  while (boxes % c->epi_bufs) c->epi_bufs--;
-  while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
+  config_fit(p, c);
+}
+
+int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c) {
+  if (c->splitk || c->bm != 128 || c->bn == bn || (!p->b_kmajor && bn % 128)) return 0;
+  for (int i = 0; i < GEMM_WIDTHS; i++)
+    if (gemm_widths[i].bn == bn) {
+      c->bn = bn, c->stages = gemm_widths[i].stages, c->epi_bufs = gemm_widths[i].epi;
+      config_fit(p, c);
+      return 1;
+    }
+  return 0;
 }
 
 int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,

@@ -67,6 +67,11 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
                              int ws_counters, weft_gemm_config_t *cfg);
 
+/* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (256, 192 or 128)
+ * instead: 1 when c changed, 0 when c takes no such width (split-K or 64-row tiles, [k, n] B
+ * with a width that is no multiple of 128, or already that wide). For the autotuner's plans. */
+int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c);
+
 /* The -D options of the specialisation for (p, cfg, hooks) into opts (borrowed pointers into
  * buf); returns their number (at most WEFT_GEMM_MAX_OPTIONS). hooks may be NULL. */
 #define WEFT_GEMM_MAX_OPTIONS 20
@@ -107,7 +112,7 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages; c, which must not overlap the workspace, holds all m
  * rows when c_all_rows, i.e. for weft_gemm_ar, else m / world);
- * the enqueue runs the form that algo asks for (AUTO: by size) into c, [m / world, n]
+ * the enqueue runs the form that the plan asks for (AUTO: by size) into c, [m / world, n]
  * contiguous. */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  const void *c, const void *workspace, int m, int n, int k,
@@ -117,8 +122,11 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
 /* Bytes of workspace weft_gemm_ar's SM form needs (gemm_ar.c); weft_gemm_rs_workspace_size
  * returns at least this. */
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);
+struct weft_ops_plan;
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                   const void *b, void *c, void *workspace, weft_algo_t algo,
-                                   CUstream stream);
+                                   const void *b, void *c, void *workspace,
+                                   const struct weft_ops_plan *plan, CUstream stream);
+/* The autotuner's key of a GEMM + ReduceScatter or AllReduce problem (op: the public name). */
+void weft_gemm_rs_key(const char *op, const weft_gemm_problem_t *p, char *key, size_t size);
 
 #endif

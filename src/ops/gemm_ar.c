@@ -87,12 +87,13 @@ size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
 }
 
 /* The SM form (file comment). */
-static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                const void *b, void *c, void *ws, CUstream stream) {
+static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                const weft_ops_plan_t *plan, const void *a, const void *b, void *c,
+                                void *ws, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   int world = comm->local_world;
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_ops_gemm_config(comm, p, plan, &cfg);
   /* The rows of a raster group are all stored at its end: at least 8 groups, so that what is
    * left to reduce after the GEMM (the last group) is at most an eighth of c. */
   int ctiles_m = ((p->m + cfg.bm - 1) / cfg.bm + cfg.cluster - 1) / cfg.cluster;
@@ -101,8 +102,8 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   gemm_ar_layout_t l = gemm_ar_layout(world, p->m, p->n, es);
   double flops = 2.0 * p->m * (double)p->n * p->k;
   double hbm = 2.0 * ((double)p->m * p->k + (double)p->n * p->k) + (double)bytes;
-  int g = weft_ops_comm_sms(o->sms, o->comm_sms, p->m, p->n, cfg.bm, cfg.bn, flops, hbm,
-                            (double)bytes * (world - 1) / world);
+  int g = weft_ops_comm_sms(o->sms, plan->comm_sms ? plan->comm_sms : o->comm_sms, p->m, p->n,
+                            cfg.bm, cfg.bn, flops, hbm, (double)bytes * (world - 1) / world);
   if (g < 2) g = 2; /* a scatter block and a reduce block */
 
   weft_gemm_hooks_t h;
@@ -133,6 +134,39 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
+/* One call of a checked problem as `plan`. */
+static weft_status_t gemm_ar_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                     const void *b, void *c, void *workspace,
+                                     const weft_ops_plan_t *plan, CUstream stream) {
+  int world = comm->local_world;
+  size_t count = (size_t)p->m * (size_t)p->n, seg = count / (size_t)world, es = weft_dtype_size(p->out);
+  WEFT_CHECK(weft_comm_make_current(comm));
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
+  if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
+  if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
+  if (algo == WEFT_ALGO_SEQUENTIAL || p->m % world) {
+    WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
+    return weft_allreduce(comm, workspace, c, count, p->out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO,
+                          (weft_stream_t)stream);
+  }
+  char *mine = (char *)c + (size_t)comm->local_rank * seg * es;
+  weft_ops_plan_t rs = {WEFT_ALGO_COPY_ENGINE, plan->bn, 0};
+  WEFT_CHECK(weft_gemm_rs_enqueue(comm, p, a, b, mine, workspace, &rs, stream));
+  return weft_allgather(comm, mine, c, seg * es, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, (weft_stream_t)stream);
+}
+
+typedef struct gemm_ar_args {
+  const weft_gemm_problem_t *p;
+  const void *a, *b;
+  void *c, *workspace;
+} gemm_ar_args_t;
+
+static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
+                                 CUstream stream) {
+  const gemm_ar_args_t *x = ctx;
+  return gemm_ar_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
+}
+
 weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                            void *c, void *workspace, int m, int n, int k, weft_dtype_t in,
                            weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
@@ -141,19 +175,18 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
                                 1, "gemm_ar", &p));
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
-  int world = comm->local_world;
-  size_t count = (size_t)m * (size_t)n, seg = count / (size_t)world, es = weft_dtype_size(out);
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, count * es),
-           "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, count * es);
+  size_t bytes = (size_t)m * (size_t)n * weft_dtype_size(out);
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, bytes),
+           "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
-  algo = weft_ops_overlap_algo(algo, m, world);
-  if (k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, &p, a, b, c, workspace, (CUstream)stream);
-  if (algo == WEFT_ALGO_SEQUENTIAL || m % world) {
-    WEFT_CHECK(weft_gemm_launch(comm, &p, NULL, NULL, a, b, workspace, (CUstream)stream));
-    return weft_allreduce(comm, workspace, c, count, out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, stream);
-  }
-  char *mine = (char *)c + (size_t)comm->local_rank * seg * es;
-  WEFT_CHECK(weft_gemm_rs_enqueue(comm, &p, a, b, mine, workspace, WEFT_ALGO_COPY_ENGINE, (CUstream)stream));
-  return weft_allgather(comm, mine, c, seg * es, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, stream);
+  /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
+  static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
+  int even = m % comm->local_world == 0;
+  gemm_ar_args_t x = {&p, a, b, c, workspace};
+  char key[256];
+  weft_gemm_rs_key("gemm_ar", &p, key, sizeof key);
+  weft_ops_plan_t plan;
+  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, all + !even, 3 - !even, 1, gemm_ar_run, &x,
+                           (CUstream)stream, &plan));
+  return gemm_ar_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
 }

@@ -33,6 +33,7 @@
  */
 #include "ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -155,12 +156,12 @@ static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream str
 /* The overlapped form (file comment); 0 in *done when this problem cannot take it (the GEMM's
  * configuration or the counters), nothing enqueued then. */
 static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                        const void *a, const void *b, void *c, char *ws,
-                                        CUstream stream, int *done) {
+                                        const weft_ops_plan_t *plan, const void *a, const void *b,
+                                        void *c, char *ws, CUstream stream, int *done) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_ops_gemm_config(comm, p, plan, &cfg);
   /* Counters of nr rows: one per segment when segments are whole 64-row sub-tiles, else one per
    * 64-row block (a sender then waits for the blocks its segment touches). Every sub-tile starts
    * at a multiple of 64 rows; a row of them adds `units` (weft_gemm_notify_units). */
@@ -206,12 +207,13 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
 
 /* The fused-scatter form (file comment); 0 in *done when this problem cannot take it (a
  * configuration without TMA stores), nothing enqueued then. */
-static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                   const void *b, void *c, char *ws, CUstream stream, int *done) {
+static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                   const weft_ops_plan_t *plan, const void *a, const void *b,
+                                   void *c, char *ws, CUstream stream, int *done) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &cfg);
+  weft_ops_gemm_config(comm, p, plan, &cfg);
   *done = !cfg.splitk;
   if (!*done) return WEFT_STATUS_SUCCESS;
   size_t part, slot;
@@ -239,22 +241,40 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
 }
 
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                   const void *b, void *c, void *workspace, weft_algo_t algo,
-                                   CUstream stream) {
+                                   const void *b, void *c, void *workspace,
+                                   const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
-  algo = weft_ops_overlap_algo(algo, p->m, world);
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)
-    WEFT_CHECK(gemm_rs_overlapped(comm, p, a, b, c, workspace, stream, &done));
+    WEFT_CHECK(gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, stream, &done));
   else if (algo == WEFT_ALGO_SM)
-    WEFT_CHECK(gemm_rs_fused(comm, p, a, b, c, workspace, stream, &done));
+    WEFT_CHECK(gemm_rs_fused(comm, p, plan, a, b, c, workspace, stream, &done));
   if (done) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
   return weft_reduce_scatter(comm, workspace, c, (size_t)(p->m / world) * (size_t)p->n, p->out,
                              WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, (weft_stream_t)stream);
+}
+
+/* One call's arguments, for the autotuner's trials. */
+typedef struct gemm_rs_args {
+  const weft_gemm_problem_t *p;
+  const void *a, *b;
+  void *c, *workspace;
+} gemm_rs_args_t;
+
+static weft_status_t gemm_rs_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
+                                 CUstream stream) {
+  const gemm_rs_args_t *x = ctx;
+  return weft_gemm_rs_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
+}
+
+void weft_gemm_rs_key(const char *op, const weft_gemm_problem_t *p, char *key, size_t size) {
+  snprintf(key, size, "%s m=%d n=%d k=%d lda=%lld ldb=%lld in=%d out=%d b=%s", op, p->m, p->n,
+           p->k, p->lda, p->ldb, (int)p->in, (int)p->out, p->b_kmajor ? "nk" : "kn");
 }
 
 weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
@@ -264,5 +284,13 @@ weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void
   weft_gemm_problem_t p;
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
                                 0, "gemm_rs", &p));
-  return weft_gemm_rs_enqueue(comm, &p, a, b, c, workspace, algo, (CUstream)stream);
+  if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_CHECK(weft_comm_make_current(comm));
+  static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
+  gemm_rs_args_t x = {&p, a, b, c, workspace};
+  char key[256];
+  weft_gemm_rs_key("gemm_rs", &p, key, sizeof key);
+  weft_ops_plan_t plan;
+  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, algos, 3, 0, gemm_rs_run, &x, (CUstream)stream, &plan));
+  return weft_gemm_rs_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
 }

@@ -1,11 +1,13 @@
 /* ops.c — the table of ops and the shared machinery (side streams for copy-engine work). */
 #include "ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
+#include "gemm.h"
 
 static const struct {
   const char *name;
@@ -57,6 +59,69 @@ weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream) {
   WEFT_CU(comm, cuEventRecord(comm->ops.join[0], comm->ops.side[0]));
   WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join[0], 0));
   return WEFT_STATUS_SUCCESS;
+}
+
+/* ---- plans and the autotuner ---------------------------------------------------------------- */
+
+#define PLAN_MAX 16
+
+typedef struct plan_trial {
+  const weft_ops_plan_t *plans;
+  weft_ops_run_t run;
+  const void *ctx;
+} plan_trial_t;
+
+static weft_status_t plan_run(weft_comm_t *comm, const void *ctx, int i, CUstream stream) {
+  const plan_trial_t *t = ctx;
+  return t->run(comm, t->ctx, &t->plans[i], stream);
+}
+
+static const char *algo_word(weft_algo_t a) {
+  return a == WEFT_ALGO_COPY_ENGINE ? "ce" : a == WEFT_ALGO_SM ? "sm" : "seq";
+}
+
+weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key,
+                            const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
+                            int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
+                            weft_ops_plan_t *plan) {
+  *plan = (weft_ops_plan_t){algo, 0, 0};
+  if (algo != WEFT_ALGO_AUTO || !comm->autotune || comm->world < 2) return WEFT_STATUS_SUCCESS;
+  weft_ops_plan_t plans[PLAN_MAX];
+  char names[PLAN_MAX][32];
+  const char *name[PLAN_MAX];
+  int n = 0;
+  static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  for (int i = 0; i < nalgos; i++) {
+    weft_algo_t a = algos[i];
+    plans[n++] = (weft_ops_plan_t){a, 0, 0};
+    if (a == WEFT_ALGO_SEQUENTIAL) continue;
+    for (int w = 0; w < 3 && n < PLAN_MAX; w++) {
+      weft_gemm_config_t c = cfg;
+      if (weft_gemm_config_width(p, widths[w], &c)) plans[n++] = (weft_ops_plan_t){a, widths[w], 0};
+    }
+    if (a == WEFT_ALGO_SM && sm_consumer)
+      for (int g = 0; g < 2 && n < PLAN_MAX; g++) plans[n++] = (weft_ops_plan_t){a, 0, consumers[g]};
+  }
+  for (int i = 0; i < n; i++) {
+    int len = snprintf(names[i], sizeof names[i], "%s", algo_word(plans[i].algo));
+    if (plans[i].bn) len += snprintf(names[i] + len, sizeof names[i] - (size_t)len, "/bn%d", plans[i].bn);
+    if (plans[i].comm_sms) snprintf(names[i] + len, sizeof names[i] - (size_t)len, "/sms%d", plans[i].comm_sms);
+    name[i] = names[i];
+  }
+  plan_trial_t t = {plans, run, ctx};
+  int best;
+  WEFT_CHECK(weft_autotune(comm, key, name, n, plan_run, &t, stream, &best));
+  if (best >= 0) *plan = plans[best];
+  return WEFT_STATUS_SUCCESS;
+}
+
+void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                          const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
+  weft_ops_t *o = &comm->ops;
+  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, cfg);
+  if (plan->bn) weft_gemm_config_width(p, plan->bn, cfg);
 }
 
 /* The partition model's time (s) of a GEMM beside a consumer on g of sms SMs (ops.h). */

@@ -14,6 +14,8 @@
 struct weft_module;
 struct weft_kernel;
 struct weft_gemm_kernel;
+typedef struct weft_gemm_problem weft_gemm_problem_t;
+typedef struct weft_gemm_config weft_gemm_config_t;
 
 #define WEFT_OPS_SIDE_STREAMS 2 /* besides the caller's: the copy engines run 3 copies at once */
 
@@ -89,6 +91,33 @@ void weft_alltoall_destroy(weft_comm_t *comm);
  * everything so far on stream (fork), and stream continues after everything on side stream 0
  * (join). */
 weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream);
+/* How one call of an overlapped op runs: AUTO (the heuristics), an algorithm the caller named,
+ * or the autotuner's pick among the op's candidates (weft_ops_plan). */
+typedef struct weft_ops_plan {
+  weft_algo_t algo;
+  int bn;       /* the GEMM's tile width (weft_gemm_config_width); 0: the heuristic's */
+  int comm_sms; /* SMs of an SM-side consumer (gemm_ar's SM form); 0: weft_ops_comm_sms */
+} weft_ops_plan_t;
+
+/* Enqueues an op (its arguments in ctx) as `plan` on stream. */
+typedef weft_status_t (*weft_ops_run_t)(weft_comm_t *comm, const void *ctx,
+                                        const weft_ops_plan_t *plan, CUstream stream);
+
+/* The plan of an overlapped op's call: {algo} unless algo is AUTO and the autotuner is on
+ * (weft_comm_set_autotune) with more than one rank; then the fastest of the candidates built
+ * from `algos` (each the op accepts; SEQUENTIAL once, the others at the heuristic's tile width
+ * and the other widths weft_gemm_config_width gives p, SM with consumer SM counts too when
+ * sm_consumer), timed by weft_autotune under `key` (the op and its shapes); {AUTO} where it
+ * cannot decide (a graph capture). Collective, like the op. */
+weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key,
+                            const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
+                            int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
+                            weft_ops_plan_t *plan);
+
+/* The GEMM configuration of an overlapped form: the heuristic's, at the plan's tile width. */
+void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                          const weft_ops_plan_t *plan, weft_gemm_config_t *cfg);
+
 /* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
 static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
   if (algo != WEFT_ALGO_AUTO) return algo;

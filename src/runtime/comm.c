@@ -207,6 +207,8 @@ static void comm_free(weft_comm_t *comm) {
   if (comm->error_host) weft_cu.cuMemFreeHost(comm->error_host);
   if (comm->context) weft_cu.cuDevicePrimaryCtxRelease(comm->device);
   if (comm->bootstrap) weft_bootstrap_destroy(comm->bootstrap);
+  weft_autotune_forget(comm);
+  pthread_mutex_destroy(&comm->tune_lock);
   pthread_mutex_destroy(&comm->error_lock);
   free(comm);
 }
@@ -234,6 +236,7 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
     goto fail_unlock;
   }
   pthread_mutex_init(&comm->error_lock, NULL);
+  pthread_mutex_init(&comm->tune_lock, NULL);
 
   weft_bootstrap_info_t info;
   WEFT_CHECK_GOTO(weft_bootstrap_read_env(&info), st, fail);
@@ -251,6 +254,8 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   if (!timeout_ms) weft_env_u64("WEFT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false, &timeout_ms);
   if (!timeout_ms) timeout_ms = DEFAULT_TIMEOUT_MS;
   comm->timeout_ns = timeout_ms * 1000000ull;
+  const char *tune = getenv("WEFT_AUTOTUNE");
+  comm->autotune = tune && !strcmp(tune, "1");
   const char *share = getenv("WEFT_SHARE_GPUS");
   comm->share_gpus = share && !strcmp(share, "1");
   if (comm->share_gpus)
@@ -381,6 +386,13 @@ COMM_GETTER(weft_comm_size, world)
 COMM_GETTER(weft_comm_local_rank, local_rank)
 COMM_GETTER(weft_comm_local_size, local_world)
 COMM_GETTER(weft_comm_device, device_ordinal)
+
+weft_status_t weft_comm_set_autotune(weft_comm_t *comm, int on) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, on == 0 || on == 1, "autotune %d: 0 or 1", on);
+  comm->autotune = on;
+  return WEFT_STATUS_SUCCESS;
+}
 
 weft_status_t weft_comm_barrier(weft_comm_t *comm) {
   WEFT_CHECK(weft_comm_check(comm));

@@ -45,6 +45,13 @@ struct weft_comm {
 
   pthread_mutex_t error_lock;
   char last_error[1024];
+
+  /* The autotuner (src/jit/autotune.c): on for AUTO calls of the overlapped ops
+   * (weft_comm_set_autotune, WEFT_AUTOTUNE=1); the decisions so far. */
+  int autotune;
+  pthread_mutex_t tune_lock;
+  struct weft_tuned *tuned;
+  unsigned long tune_trials; /* decisions made by timing (the others came from disk) */
 };
 
 /* Sets comm->last_error (thread-safe); used by weft_error. */

@@ -72,6 +72,7 @@
   X(cuStreamBatchMemOp)                                                                    \
   X(cuStreamBeginCapture)                                                                 \
   X(cuStreamEndCapture)                                                                   \
+  X(cuStreamIsCapturing)                                                                  \
   X(cuGraphInstantiateWithFlags)                                                                  \
   X(cuGraphLaunch)                                                                        \
   X(cuGraphExecDestroy)                                                                   \

@@ -17,6 +17,7 @@
 
 #include "gpu_test.h"
 #include "gemm_test.h"
+#include "jit/jit.h" /* weft_autotune_forget */
 
 enum { OP_AG, OP_RS, OP_AR };
 static const char *op_names[] = {"ag_gemm", "gemm_rs", "gemm_ar"};
@@ -329,6 +330,59 @@ static void stress(int op) {
   teardown(&t);
 }
 
+/* The autotuner on each op (WEFT_ALGO_AUTO, shapes drawn fresh so that no disk entry exists):
+ * the first call times the candidate plans on its own buffers, then runs the winner (checked);
+ * the second is answered by the process's table; with the table forgotten, the third by the
+ * disk entry the first wrote (no trials: the count of timed decisions is unchanged); and a new
+ * shape first seen inside a graph capture takes the heuristic's plan (checked after replay). */
+static void autotune(void) {
+  OK(weft_comm_set_autotune(comm, 1));
+  for (int op = 0; op < 3; op++) {
+    int m = 512 + 64 * (int)(test_rand(&shared) % 8);
+    tcase_t t = make(op, op == OP_AG ? m : world * m, 1024, 256 + 64 * (int)(test_rand(&shared) % 4),
+                     1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO);
+    setup(&t);
+    unsigned long before = comm->tune_trials;
+    const char *when[] = {" (autotuned: trials)", " (autotuned: table)", " (autotuned: disk)"};
+    for (int i = 0; i < 3; i++) {
+      if (i == 2) weft_autotune_forget(comm);
+      poison(&t);
+      call(&t);
+      verify(&t, when[i]);
+    }
+    cases++;
+    if (comm->tune_trials != before + 1) {
+      failures++;
+      printf("[%d] FAIL %s autotune: %lu timed decisions for one shape (expected 1)\n", me,
+             op_names[op], comm->tune_trials - before);
+    }
+    teardown(&t);
+  }
+  /* a shape first seen while capturing */
+  tcase_t t = make(OP_RS, world * 704, 768, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO);
+  setup(&t);
+  unsigned long before = comm->tune_trials;
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  call(&t);
+  CUgraph g;
+  CUgraphExec ge;
+  CU(cuStreamEndCapture(s, &g));
+  CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+  poison(&t);
+  OK(weft_stream_barrier(comm, s));
+  CU(cuGraphLaunch(ge, s));
+  verify(&t, " (autotune on, first seen in a capture)");
+  cases++;
+  if (comm->tune_trials != before) {
+    failures++;
+    printf("[%d] FAIL autotune ran trials during a capture\n", me);
+  }
+  CU(cuGraphExecDestroy(ge));
+  CU(cuGraphDestroy(g));
+  teardown(&t);
+  OK(weft_comm_set_autotune(comm, 0));
+}
+
 int main(void) {
   test_precompile(gemm_test_src, "test_overlap.cu");
   comm = test_init();
@@ -370,6 +424,7 @@ int main(void) {
              WEFT_ALGO_COPY_ENGINE));
   }
   if (!only) {
+    autotune();
     graph();
     for (int op = 0; op < 3; op++) stress(op);
   }
