@@ -233,6 +233,12 @@
 #else
 #define WEFT_GEMM_STAMP(i) ((void)0)
 #endif
+/* Debug only (dev/gemm): with CLUSTER_M = 2, each CTA loads all of B itself instead of half with
+ * multicast, keeping the pair's coupled empty barriers: the coupling's cost without the
+ * multicast's. */
+#ifndef WEFT_GEMM_MC_LOCAL
+#define WEFT_GEMM_MC_LOCAL 0
+#endif
 /* Debug only: swap LBO/SBO of the N-major B descriptor. */
 #ifndef WEFT_GEMM_MN_SWAP
 #define WEFT_GEMM_MN_SWAP 0
@@ -915,9 +921,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_B_KMAJOR
 #if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_MC_LOCAL
+          for (int h = 0; h < 2; h++)
+            weft_gemm_tma_load(b_dst + h * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
+                               w.n0 + h * (WEFT_GEMM_BN / 2), full);
+#else
           /* each CTA loads BN/2 rows of B and multicasts them to both CTAs */
           weft_gemm_tma_load_mc(b_dst + cta_rank * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
                                 w.n0 + (int)cta_rank * (WEFT_GEMM_BN / 2), full, 3);
+#endif
 #else
           weft_gemm_tma_load(b_dst, &tm_b, k0, w.n0, full);
 #endif
