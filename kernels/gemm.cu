@@ -234,8 +234,9 @@
 #define WEFT_GEMM_STAMP(i) ((void)0)
 #endif
 /* Debug only (dev/gemm): with CLUSTER_M = 2, each CTA loads all of B itself instead of half with
- * multicast, keeping the pair's coupled empty barriers: the coupling's cost without the
- * multicast's. */
+ * multicast, keeping the pair's coupled empty barriers (1), or also releasing its stages to
+ * itself only (2: the pair shares nothing but its placement): the coupling's cost, and the
+ * placement's, without the multicast's. */
 #ifndef WEFT_GEMM_MC_LOCAL
 #define WEFT_GEMM_MC_LOCAL 0
 #endif
@@ -815,7 +816,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
-      weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
+      weft_gemm_mbar_init(bar_empty + 8 * s, WEFT_GEMM_MC_LOCAL == 2 ? 2 : 2 * WEFT_GEMM_CLUSTER_M);
     }
 #if WEFT_GEMM_STORERS
     for (int i = 0; i < 2; i++) {
@@ -1053,7 +1054,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           /* the previous stage's wgmmas are done: hand its buffers back */
           WEFT_GEMM_WGMMA_WAIT(1);
           if (wtid == 0) {
-#if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_CLUSTER_M > 1 && WEFT_GEMM_MC_LOCAL != 2
             for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
               weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else
@@ -1070,7 +1071,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       WEFT_GEMM_WGMMA_WAIT(0);
       if (tid == 128) WEFT_GEMM_STAMP(2);
       if (prev >= 0 && wtid == 0) {
-#if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_CLUSTER_M > 1 && WEFT_GEMM_MC_LOCAL != 2
         for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
           weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else
