@@ -40,7 +40,10 @@ if [ "$ngpu" -ge 2 ]; then
     [ "$n" -le "$ngpu" ] || continue
     run ag_gemm-np$n "$n" ag_gemm
     run gemm_rs-np$n "$n" gemm_rs
+    run gemm_rs-fused-np$n "$n" gemm_rs -a sm
     run gemm_ar-np$n "$n" gemm_ar
+    # AUTO with the autotuner: each shape's plan timed on its check call
+    for op in ag_gemm gemm_rs gemm_ar; do run $op-tuned-np$n "$n" $op --autotune; done
   done
 else
   echo "primitives and the collectives: need 2 GPUs, skipped"
