@@ -155,15 +155,9 @@ static weft_status_t gemm_ar_enqueue(weft_comm_t *comm, const weft_gemm_problem_
   return weft_allgather(comm, mine, c, seg * es, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, (weft_stream_t)stream);
 }
 
-typedef struct gemm_ar_args {
-  const weft_gemm_problem_t *p;
-  const void *a, *b;
-  void *c, *workspace;
-} gemm_ar_args_t;
-
 static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
                                  CUstream stream) {
-  const gemm_ar_args_t *x = ctx;
+  const weft_gemm_rs_call_t *x = ctx;
   return gemm_ar_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
 }
 
@@ -182,7 +176,7 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
   static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
   int even = m % comm->local_world == 0;
-  gemm_ar_args_t x = {&p, a, b, c, workspace};
+  weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   char key[256];
   weft_gemm_rs_key("gemm_ar", &p, key, sizeof key);
   weft_ops_plan_t plan;

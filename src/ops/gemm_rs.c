@@ -259,16 +259,9 @@ weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t 
                              WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, (weft_stream_t)stream);
 }
 
-/* One call's arguments, for the autotuner's trials. */
-typedef struct gemm_rs_args {
-  const weft_gemm_problem_t *p;
-  const void *a, *b;
-  void *c, *workspace;
-} gemm_rs_args_t;
-
 static weft_status_t gemm_rs_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
                                  CUstream stream) {
-  const gemm_rs_args_t *x = ctx;
+  const weft_gemm_rs_call_t *x = ctx;
   return weft_gemm_rs_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
 }
 
@@ -287,7 +280,7 @@ weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
   static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
-  gemm_rs_args_t x = {&p, a, b, c, workspace};
+  weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   char key[256];
   weft_gemm_rs_key("gemm_rs", &p, key, sizeof key);
   weft_ops_plan_t plan;
