@@ -77,14 +77,6 @@
  *                        order, so the same bits, as the workspace reduction) and stores them.
  *                        No workspace, no counters, no grid-wide fence on the tail. Needs
  *                        CLUSTER_M = 1, CLUSTER_K <= WG_N / 8, no HOOK_NOTIFY.
- *   WEFT_GEMM_STREAMK    [0] 1 (with SPLITK, no cluster, no hooks): stream-K. The tiles' k-blocks,
- *                        tile after tile (nkb = ceil(K/64) each), are cut into one contiguous
- *                        range of L = k_splits (param 17) k-blocks per CTA, so every CTA streams
- *                        the same bytes however few tiles there are; a tile whose k-blocks span
- *                        S CTAs is summed as S splits of the workspace (split s = the s-th CTA,
- *                        the last to finish sums them in split order), a tile inside one CTA is
- *                        stored directly. Work item p = c + j * gridDim.x is CTA c's j-th tile
- *                        (empty past its range).
  *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
@@ -220,9 +212,6 @@
 #ifndef WEFT_GEMM_CLUSTER_K
 #define WEFT_GEMM_CLUSTER_K 1
 #endif
-#ifndef WEFT_GEMM_STREAMK
-#define WEFT_GEMM_STREAMK 0
-#endif
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
 #endif
@@ -296,10 +285,6 @@
 #if WEFT_GEMM_CLUSTER_K > 1 && (!WEFT_GEMM_SPLITK || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_NOTIFY || \
                                 WEFT_GEMM_CLUSTER_K > 8 || WEFT_GEMM_CLUSTER_K > WEFT_GEMM_NV)
 #error "WEFT_GEMM_CLUSTER_K > 1 needs SPLITK, CLUSTER_M = 1, no HOOK_NOTIFY and at most min(8, WG_N / 8)"
-#endif
-#if WEFT_GEMM_STREAMK && (!WEFT_GEMM_SPLITK || WEFT_GEMM_CLUSTER != 1 || WEFT_GEMM_HOOK_WAIT || \
-                          WEFT_GEMM_HOOK_NOTIFY)
-#error "WEFT_GEMM_STREAMK needs SPLITK, no cluster and no hooks"
 #endif
 #if WEFT_GEMM_SCATTER && (!WEFT_GEMM_HOOK_NOTIFY || !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_SPLITK)
 #error "WEFT_GEMM_SCATTER needs HOOK_NOTIFY, NOTIFY_SYS and the TMA-store epilogue (no SPLITK)"
@@ -665,9 +650,8 @@ __device__ __forceinline__ void weft_gemm_notify(u64 *ctr) {
 typedef struct weft_gemm_work {
   int m0, n0;     /* this CTA's tile origin */
   int tile;       /* row-major index of this CTA's tile (tm * tiles_n + tn), split-K counters */
-  int kb0, kb1;   /* k-blocks [kb0, kb1) of 64 (empty: a stream-K item past its CTA's range) */
+  int kb0, kb1;   /* k-blocks [kb0, kb1) of 64 */
   int split;
-  int splits;     /* the tile's splits (k_splits; with STREAMK the CTAs its k-blocks span) */
 } weft_gemm_work_t;
 
 __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N, int K,
@@ -677,23 +661,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   weft_gemm_work_t w;
   int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
   int mn = p, s = 0;
-#if WEFT_GEMM_STREAMK
-  /* CTA c's j-th tile: c's range of L = k_splits k-blocks starts in tile c * L / nkb */
-  const int nkb_ = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK, L = k_splits, G = (int)gridDim.x;
-  const int j = p / G, c = p - j * G;
-  const long long r0 = (long long)c * L;
-  long long r1 = r0 + L, total = (long long)((M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM) * tiles_n * nkb_;
-  if (r1 > total) r1 = total;
-  mn = (int)(r0 / nkb_) + j;
-  const long long t0 = (long long)mn * nkb_;
-  /* the CTAs whose ranges meet this tile: the first, this one's place among them, their count */
-  const int first = (int)(t0 / L), last = (int)((t0 + nkb_ - 1) / L);
-  s = c - first;
-  w.splits = (last < G - 1 ? last : G - 1) - first + 1;
-  w.kb0 = (int)(r0 > t0 ? r0 - t0 : 0);
-  w.kb1 = (int)(r1 - t0 < nkb_ ? r1 - t0 : nkb_);
-  if (t0 >= r1) w.kb0 = w.kb1 = 0, mn = 0; /* past the range: empty */
-#elif WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K > 1
+#if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K > 1
   s = cta_rank; /* the cluster's CTAs are the tile's splits */
   k_splits = WEFT_GEMM_CLUSTER_K;
 #elif WEFT_GEMM_SPLITK
@@ -716,10 +684,8 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   w.m0 = tm * WEFT_GEMM_BM;
   w.n0 = tn * WEFT_GEMM_BN;
   w.tile = tm * tiles_n + tn;
-#if WEFT_GEMM_STREAMK
-  /* (the range is set above) */
-#elif WEFT_GEMM_SPLITK
   int nkb = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK;
+#if WEFT_GEMM_SPLITK
   /* 32-bit where the products fit (any k below 2.9M): the 64-bit divisions were a call each,
    * on the producer's path to its first load (as is every division: none for one split) */
   if (k_splits == 1) {
@@ -735,10 +701,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
 #else
   (void)k_splits;
   w.kb0 = 0;
-  w.kb1 = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK;
-#endif
-#if !WEFT_GEMM_STREAMK
-  w.splits = k_splits;
+  w.kb1 = nkb;
 #endif
   w.split = s;
   return w;
@@ -838,12 +801,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
   const int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
   const int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
-#if WEFT_GEMM_STREAMK
-  (void)ctiles_m;
-  /* each CTA's tiles: a range of L = k_splits k-blocks meets at most ceil(L / nkb) + 1 */
-  const int num_work = (int)gridDim.x * ((k_splits + (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK - 1) /
-                                             ((K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK) + 1);
-#elif WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K == 1
+#if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K == 1
   const int num_work = ctiles_m * tiles_n * k_splits;
 #else
   const int num_work = ctiles_m * tiles_n;
@@ -1070,9 +1028,6 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     for (int p = cluster_id; p < num_work; p += num_clusters) {
       weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                             cta_rank);
-#if WEFT_GEMM_STREAMK
-      if (w.kb0 >= w.kb1) continue; /* past this CTA's range (the producer loads nothing) */
-#endif
       int prev = -1;
       for (int kb = w.kb0; kb < w.kb1; kb++) {
         weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
@@ -1184,7 +1139,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int nv = WEFT_GEMM_NV;
         /* k_splits == 1: nothing to reduce, C straight from the accumulators (the small tiles'
          * epilogue: no staging box, no workspace) */
-        int last = w.splits == 1;
+        int last = k_splits == 1;
         if (last) {
 #pragma unroll
           for (int v = 0; v < nv; v++)
@@ -1211,7 +1166,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                          : "=r"(old)
                          : "l"(splitk_counters + w.tile)
                          : "memory");
-            const int is_last = old == (u32)(w.splits - 1);
+            const int is_last = old == (u32)(k_splits - 1);
             if (is_last) splitk_counters[w.tile] = 0; /* ready for the next launch */
             *flag = is_last;
           }
@@ -1234,8 +1189,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
               for (int i = 0; i < WEFT_GEMM_VC; i++) x[i] = weft_gemm_ld_cg_v4(q + i * 128);
 #pragma unroll 1
-              for (int sp = 0; sp < w.splits; sp++) {
-                if (sp + 1 < w.splits) {
+              for (int sp = 0; sp < k_splits; sp++) {
+                if (sp + 1 < k_splits) {
                   q += split_stride;
 #pragma unroll
                   for (int i = 0; i < WEFT_GEMM_VC; i++) y[i] = weft_gemm_ld_cg_v4(q + i * 128);

@@ -8,7 +8,7 @@
  * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
  * with the overlap hooks compiled in and their signals already set (wait; notify after each
  * sub-tile's store, released at system scope; the same at gpu scope; wait and notify), and prints
- * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2,KC=1,AR=16,SK=1] (repeatable,
+ * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
  * for tuning the heuristic) adds that tile configuration as a run on every shape.
  * Inputs are cold by default: consecutive calls (of every run alike) cycle through enough
  * distinct random copies of A and B to cover BENCH_GEMM_FOOTPRINT bytes, so that a shape whose
@@ -66,7 +66,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,SK=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -85,7 +85,6 @@ static void parse_config(const char *s, weft_gemm_config_t *c) {
     else if (!strcmp(key, "KS")) c->splitk = 1, c->k_splits = v;
     else if (!strcmp(key, "KC")) c->splitk_cluster = v;
     else if (!strcmp(key, "AR")) c->a_rows = v;
-    else if (!strcmp(key, "SK")) c->splitk = 1, c->streamk = v;
     else usage();
     s += used;
     if (*s != ',') break;

@@ -236,7 +236,6 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("GROUP", c->group);
   GEMM_DEFINE("SPLITK", c->splitk);
   if (k_clustered(c)) GEMM_DEFINE("CLUSTER_K", c->k_splits);
-  if (c->streamk) GEMM_DEFINE("STREAMK", 1);
   GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
   GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
   GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
@@ -346,9 +345,6 @@ static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *
   int clustered = k_clustered(c);
   if (clustered && h && h->notify_counters) {
     *tmp = *c, tmp->splitk_cluster = 0, c = tmp, clustered = 0;
-  }
-  if (c->streamk && h && (h->wait_signals || h->notify_counters)) { /* its splits are no tiles' */
-    *tmp = *c, tmp->streamk = 0, c = tmp;
   }
   WEFT_CHECK(gemm_kernel(comm, p, c, h, g));
   long long tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
@@ -467,18 +463,6 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   if (clusters > g->max_clusters) clusters = g->max_clusters;
   if (clusters > work) clusters = work;
   if (clusters < 1) clusters = 1;
-  if (cfg->streamk) { /* every CTA the same share, L k-blocks, of all tiles' k-blocks */
-    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK, tiles = (long long)tiles_m * tiles_n;
-    long long cap = h && h->sms ? h->sms : g->max_clusters, total = tiles * nkb;
-    if (cap > g->max_clusters) cap = g->max_clusters;
-    long long L = (total + cap - 1) / cap, most = (nkb + L - 1) / L + 1; /* splits of a tile */
-    if ((size_t)(most * tiles) * cfg->bm * cfg->bn > o->gemm_ws_floats || tiles > o->gemm_ws_counters)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                      "gemm: stream-K over %lld %dx%d tiles needs more than the %zu-float workspace",
-                      tiles, cfg->bm, cfg->bn, o->gemm_ws_floats);
-    clusters = (int)((total + L - 1) / L);
-    ks = (int)L;
-  }
 
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   lc.grid[0] = (unsigned)(clusters * cs);

@@ -32,9 +32,6 @@ typedef struct weft_gemm_config {
    * (WEFT_GEMM_CLUSTER_K); weft_gemm_launch takes the workspace instead under a notify hook */
   int splitk_cluster;
   int a_rows;   /* rows of A per stage: 0 = bm; 8, 16 or 32 for m <= a_rows (WEFT_GEMM_A_ROWS) */
-  /* splitk without a cluster: stream-K (WEFT_GEMM_STREAMK), every CTA the same share of all
-   * tiles' k-blocks, k_splits ignored; weft_gemm_launch runs the plain split under a hook */
-  int streamk;
 } weft_gemm_config_t;
 
 /* The overlap hooks. A NULL pointer leaves its hook compiled out. */

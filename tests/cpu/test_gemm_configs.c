@@ -215,12 +215,6 @@ int main(void) {
                           WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
-  /* stream-K on decode tiles (64x64: 32-column warpgroups; 64x128) */
-  c.cluster = 1, c.splitk = 1, c.streamk = 1, c.splitk_cluster = 0, c.k_splits = 1, c.a_rows = 0;
-  c.bm = 64, c.bn = 64, c.epi_bufs = 1;
-  add(&pd, &c, NULL);
-  c.bn = 128, c.stages = 9;
-  add(&pd, &c, NULL);
 
   printf("%d choices, %d distinct specialisations\n", choices, nspecs);
   fflush(stdout);

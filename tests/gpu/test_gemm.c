@@ -233,36 +233,6 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   teardown(&x);
 }
 
-/* Stream-K (WEFT_GEMM_STREAMK): every CTA the same range of all tiles' k-blocks, tiles spanning
- * CTAs summed through the workspace; against the float64 reference, on all SMs and on a budget
- * of 7 (ranges spanning several tiles), and a second call bit-identical (split order). */
-static void streamk(const weft_gemm_problem_t *p, int bm, int bn) {
-  buffers_t x;
-  setup(&x, p);
-  weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
-  cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0, cfg.cluster = 1, cfg.splitk = 1, cfg.streamk = 1;
-  cfg.k_splits = 1, cfg.splitk_cluster = 0, cfg.epi_bufs = 1;
-  while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
-  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
-  const int budgets[] = {0, 7};
-  char what[64];
-  for (int i = 0; i < 2; i++) {
-    weft_gemm_hooks_t h = {.sms = budgets[i]};
-    poison(&x);
-    OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
-    snprintf(what, sizeof what, "stream-K %dx%d%s", bm, bn, budgets[i] ? " 7 SMs" : "");
-    check(&x, what);
-    if (i) break;
-    unsigned char *want = download(&x);
-    poison(&x);
-    OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
-    same_bits(&x, want, "stream-K again");
-    free(want);
-  }
-  teardown(&x);
-}
-
 /* Split-K with the splits of a tile reducing in one cluster (distributed shared memory) against
  * the workspace reduction of the same splits: the same sums in the same order, so the same bits;
  * also with the wait hook (signals set), and on 2 clusters only (hooks.sms), so that each cluster
@@ -408,14 +378,6 @@ int main(int argc, char **argv) {
     hooks_identical(&hp);
     hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
     hooks_identical(&hp);
-    /* stream-K: decode shapes (64x64 and 64x128 tiles), odd m, n and k, both layouts, fp32 C */
-    hp = problem(128, 2752, 4096, 0, 0, 0, B, B, 1);
-    streamk(&hp, 64, 64);
-    hp = problem(77, 1000 + 8 * (int)(test_rand(&rng) % 50), 8 * (200 + (int)(test_rand(&rng) % 300)),
-                 0, 0, 3, H, F, 0);
-    streamk(&hp, 64, 128);
-    hp = problem(1 + (int)(test_rand(&rng) % 64), 4096, 2752, 8, 0, 0, B, B, 1);
-    streamk(&hp, 64, 64);
     /* the fused scatter: segments of whole sub-tiles; of 200 rows (sub-tiles straddle two); of
      * 40 rows (a sub-tile spans three); padded C rows, both layouts, 16-bit and fp32 C */
     hp = problem(2048, 768, 256, 0, 0, 0, B, B, 1);
