@@ -57,6 +57,11 @@ struct weft_comm {
 /* Sets comm->last_error (thread-safe); used by weft_error. */
 void weft_comm_set_last_error(weft_comm_t *comm, const char *text);
 
+/* Bounded wait (the communicator's timeout + 5 s; aborts end it) for everything queued on
+ * stream, reading no kernel's report (weft_stream_synchronize reads them); `what` names the wait
+ * in a timeout's message. */
+weft_status_t weft_stream_wait_idle(weft_comm_t *comm, CUstream stream, const char *what);
+
 /* Makes the communicator's context current on the calling thread. */
 weft_status_t weft_comm_make_current(weft_comm_t *comm);
 

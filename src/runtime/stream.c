@@ -117,29 +117,45 @@ weft_status_t weft_stream_barrier(weft_comm_t *comm, weft_stream_t stream) {
   return weft_kernel_launch(comm->k_barrier, &cfg, NULL, stream);
 }
 
-weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t stream) {
-  WEFT_ARG(NULL, comm, "comm is NULL");
-  WEFT_CHECK(weft_comm_make_current(comm));
-  /* The GPU's own deadline fires first and says what it waited for; the host's is later. */
+/* Polls until everything queued on stream has run: CUDA_SUCCESS or the stream's error, or
+ * CUDA_ERROR_NOT_READY once the communicator was aborted or the deadline passed (the
+ * communicator's timeout + 5 s: a GPU wait's own deadline fires first and says what it waited
+ * for). Reads no kernel's report. */
+static CUresult stream_poll(weft_comm_t *comm, CUstream stream) {
   uint64_t deadline = weft_now_ns() + comm->timeout_ns + 5000000000ull;
   for (unsigned spins = 0;; spins++) {
-    CUresult res = weft_cu.cuStreamQuery((CUstream)stream);
-    if (res == CUDA_SUCCESS) return weft_comm_get_async_error(comm);
-    if (res != CUDA_ERROR_NOT_READY) {
-      weft_status_t st = weft_comm_get_async_error(comm);
-      if (st != WEFT_STATUS_SUCCESS) return st; /* the kernel's own report names the wait */
-      return weft_cu_error(comm, res, "cuStreamQuery", __FILE__, __LINE__);
-    }
-    if (comm->aborted)
-      return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "rank %d: stream synchronize aborted", comm->rank);
-    if (weft_now_ns() > deadline)
-      return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
-                      "rank %d: the stream did not finish within %llu ms and no GPU wait "
-                      "reported (a long kernel, or a wait without deadline)",
-                      comm->rank, (unsigned long long)(comm->timeout_ns / 1000000 + 5000));
+    CUresult res = weft_cu.cuStreamQuery(stream);
+    if (res != CUDA_ERROR_NOT_READY || comm->aborted || weft_now_ns() > deadline) return res;
     if (spins > 1000) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     }
   }
+}
+
+/* The status of a poll that ended NOT_READY. */
+static weft_status_t stream_not_done(weft_comm_t *comm, const char *what) {
+  if (comm->aborted)
+    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "rank %d: %s aborted", comm->rank, what);
+  return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
+                  "rank %d: %s: the stream did not finish within %llu ms and no GPU wait "
+                  "reported (a long kernel, or a wait without deadline)",
+                  comm->rank, what, (unsigned long long)(comm->timeout_ns / 1000000 + 5000));
+}
+
+weft_status_t weft_stream_wait_idle(weft_comm_t *comm, CUstream stream, const char *what) {
+  CUresult res = stream_poll(comm, stream);
+  if (res == CUDA_ERROR_NOT_READY) return stream_not_done(comm, what);
+  if (res != CUDA_SUCCESS) return weft_cu_error(comm, res, "cuStreamQuery", __FILE__, __LINE__);
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t stream) {
+  WEFT_ARG(NULL, comm, "comm is NULL");
+  WEFT_CHECK(weft_comm_make_current(comm));
+  CUresult res = stream_poll(comm, (CUstream)stream);
+  if (res == CUDA_ERROR_NOT_READY) return stream_not_done(comm, "stream synchronize");
+  weft_status_t st = weft_comm_get_async_error(comm);
+  if (st != WEFT_STATUS_SUCCESS || res == CUDA_SUCCESS) return st; /* a kernel's report names its wait */
+  return weft_cu_error(comm, res, "cuStreamQuery", __FILE__, __LINE__);
 }

@@ -27,9 +27,16 @@ static const char *src =
     "    unsigned long long x = (i * 2654435761ull) ^ ((unsigned long long)from << 40) ^ (round << 20);\n"
     "    buf[i] = (unsigned char)(x ^ (x >> 13));\n"
     "  }\n"
+    "}\n"
+    /* Busy until the host sets *go (or 30 s pass): a user's long kernel. */
+    "extern \"C\" __global__ void busy(const volatile unsigned *go) {\n"
+    "  unsigned long long t0, t;\n"
+    "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "  do asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
+    "  while (!*go && t - t0 < 30000000000ull);\n"
     "}\n";
 
-static weft_kernel_t *k_check, *k_fill;
+static weft_kernel_t *k_check, *k_fill, *k_busy;
 
 static void launch(weft_kernel_t *k, void **args, CUstream s) {
   weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
@@ -65,6 +72,7 @@ int main(void) {
   OK(weft_module_load(comm, src, "test_stream.cu", NULL, 0, &mod));
   k_check = test_kernel(mod, "check");
   k_fill = test_kernel(mod, "fill");
+  k_busy = test_kernel(mod, "busy");
   unsigned char *sym;
   uint64_t *sig, *counter;
   OK(weft_malloc(comm, MAXB + 64, (void **)&sym));
@@ -144,6 +152,29 @@ int main(void) {
     CU(cuGraphExecDestroy(ge));
     CU(cuGraphDestroy(g));
     OK(weft_free(comm, gsig));
+  }
+  /* A user's kernel still running on a blocking stream (which the legacy stream waits for)
+   * holds neither weft_malloc nor weft_free: their zeroing and waits are weft's own. */
+  {
+    CUstream u;
+    unsigned *go;
+    CUdeviceptr go_dev;
+    CU(cuStreamCreate(&u, CU_STREAM_DEFAULT));
+    CU(cuMemHostAlloc((void **)&go, 4, CU_MEMHOSTALLOC_DEVICEMAP));
+    *go = 0;
+    CU(cuMemHostGetDevicePointer(&go_dev, go, 0));
+    void *ba[] = {&go_dev};
+    weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+    OK(weft_kernel_launch(k_busy, &c, ba, u));
+    void *extra;
+    OK(weft_malloc(comm, 1 << 20, &extra));
+    OK(weft_free(comm, extra));
+    int still = weft_cu.cuStreamQuery(u) == CUDA_ERROR_NOT_READY;
+    __atomic_store_n(go, 1u, __ATOMIC_RELEASE);
+    CU(cuStreamSynchronize(u));
+    if (!still) fails++, printf("[%d] FAIL weft_malloc waited for a user kernel on a blocking stream\n", comm->rank);
+    CU(cuStreamDestroy(u));
+    CU(cuMemFreeHost(go));
   }
   CU(cuStreamDestroy(s));
   CU(cuMemFree(local));
