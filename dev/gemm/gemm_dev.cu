@@ -89,6 +89,7 @@ struct Cfg {
   int table = 0;           /* 0 device grouped order, 1 Hilbert table */
   int wait = 0, notify = 0, defer = 0;
   int grid = 0;            /* 0: all co-resident CTAs */
+  int lcl = 0;             /* LCL=n: launch in clusters of n CTAs although the kernel has none */
   int mnswap = 0;          /* debug: swap LBO/SBO of N-major B */
   int timeout_printf = 0;
   std::string extra;       /* experiments: X_NAME=v items, passed as -DWEFT_GEMM_NAME=v */
@@ -108,6 +109,7 @@ static std::string cfg_str(const Cfg &c) {
            c.mnswap ? ",MNSWAP=1" : "");
   std::string r = b;
   if (c.arows) r += ",AR=" + std::to_string(c.arows);
+  if (c.lcl) r += ",LCL=" + std::to_string(c.lcl);
   for (size_t i = 0; i < c.extra.size();) { /* -DWEFT_GEMM_NAME=v -> ,X_NAME=v */
     size_t e = c.extra.find(' ', i);
     r += ",X_" + c.extra.substr(i + 12, e - i - 12);
@@ -140,6 +142,7 @@ static void parse_cfg(Cfg &c, const char *s) {
     else if (k == "NOTIFY") c.notify = v;
     else if (k == "DEFER") c.defer = v;
     else if (k == "GRID") c.grid = v;
+    else if (k == "LCL") c.lcl = v;
     else if (k == "MNSWAP") c.mnswap = v;
     else if (k.compare(0, 2, "X_") == 0) c.extra += "-DWEFT_GEMM_" + k.substr(2) + "=" + std::to_string(v) + " ";
     else { fprintf(stderr, "unknown --cfg key %s\n", key); exit(2); }
@@ -618,6 +621,10 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   at[0].value.clusterDim.y = 1;
   at[0].value.clusterDim.z = 1;
   lc.gridDimX = clusters * c.cluster;
+  if (c.lcl > 1 && c.cluster == 1) { /* the unclustered kernel, launched in clusters */
+    at[0].value.clusterDim.x = c.lcl;
+    lc.gridDimX = (clusters + c.lcl - 1) / c.lcl * c.lcl;
+  }
   lc.gridDimY = lc.gridDimZ = 1;
   lc.blockDimX = 384;
   lc.blockDimY = lc.blockDimZ = 1;
