@@ -240,6 +240,11 @@
 #ifndef WEFT_GEMM_MC_LOCAL
 #define WEFT_GEMM_MC_LOCAL 0
 #endif
+/* Debug only (dev/gemm): without a cluster, load [N,K] B as this many boxes of BN / B_SPLIT rows
+ * (the tensor map's box must match): what a cluster's half-size B boxes cost by themselves. */
+#ifndef WEFT_GEMM_B_SPLIT
+#define WEFT_GEMM_B_SPLIT 1
+#endif
 /* Debug only: swap LBO/SBO of the N-major B descriptor. */
 #ifndef WEFT_GEMM_MN_SWAP
 #define WEFT_GEMM_MN_SWAP 0
@@ -932,7 +937,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                                 w.n0 + (int)cta_rank * (WEFT_GEMM_BN / 2), full, 3);
 #endif
 #else
-          weft_gemm_tma_load(b_dst, &tm_b, k0, w.n0, full);
+          for (int h = 0; h < WEFT_GEMM_B_SPLIT; h++)
+            weft_gemm_tma_load(b_dst + h * (WEFT_GEMM_B_BYTES / WEFT_GEMM_B_SPLIT), &tm_b, k0,
+                               w.n0 + h * (WEFT_GEMM_BN / WEFT_GEMM_B_SPLIT), full);
 #endif
 #else
           /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns */

@@ -3,7 +3,7 @@
 # inputs, interleaved medians): per shape the unclustered tile, the cluster multicasting B, and
 # the cluster loading B locally (-DWEFT_GEMM_MC_LOCAL=1, coupled empty barriers kept; =2 not
 # coupled either: only the cluster placement left), and the unclustered kernel launched in
-# clusters of 2 (LCL=2: the launch alone).
+# clusters of 2 (LCL=2: the launch alone), and B in two half boxes without a cluster (BSPLIT=2).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/../.."
@@ -13,7 +13,8 @@ nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_de
 run() { # m n k base-config
   local c=$4
   timeout 120 "$out/gemm_dev" --m "$1" --n "$2" --k "$3" --samples 30 --check \
-    --cfg "$c,CL=1" --cfg "$c,CL=1,LCL=2" --cfg "$c,CL=2" --cfg "$c,CL=2,X_MC_LOCAL=1" --cfg "$c,CL=2,X_MC_LOCAL=2" 2>&1 |
+    --cfg "$c,CL=1" --cfg "$c,CL=1,LCL=2" --cfg "$c,CL=1,BSPLIT=2" --cfg "$c,CL=1,BSPLIT=2,LCL=2" \
+    --cfg "$c,CL=2" --cfg "$c,CL=2,X_MC_LOCAL=1" --cfg "$c,CL=2,X_MC_LOCAL=2" 2>&1 |
     tee -a "$out/coupling.log" | grep -E "^  one"
 
 }
