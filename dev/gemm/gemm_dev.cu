@@ -578,8 +578,8 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   const Prob &p = I.p;
   Cfg c = fix_cfg(c0, p);
   char key[256];
-  snprintf(key, sizeof key, "%p %p %p %d %d %d %d %d %d %d %d %d %d %d", I.A, I.B, out, p.M, p.N,
-           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, c.arows);
+  snprintf(key, sizeof key, "%p %p %p %d %d %d %d %d %d %d %d %d %d %d %d", I.A, I.B, out, p.M, p.N,
+           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, c.arows, c.bsplit);
   auto mit = g_maps.find(key);
   if (mit == g_maps.end()) {
     Maps m;

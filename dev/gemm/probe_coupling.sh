@@ -12,10 +12,10 @@ nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_de
   > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
 run() { # m n k base-config
   local c=$4
-  timeout 120 "$out/gemm_dev" --m "$1" --n "$2" --k "$3" --samples 30 --check \
+  timeout 60 "$out/gemm_dev" --m "$1" --n "$2" --k "$3" --samples 30 --check \
     --cfg "$c,CL=1" --cfg "$c,CL=1,LCL=2" --cfg "$c,CL=1,BSPLIT=2" --cfg "$c,CL=1,BSPLIT=2,LCL=2" \
     --cfg "$c,CL=2" --cfg "$c,CL=2,X_MC_LOCAL=1" --cfg "$c,CL=2,X_MC_LOCAL=2" 2>&1 |
     tee -a "$out/coupling.log" | grep -E "^  one"
 
 }
-for mnk in "128 2752 4096" "128 3584 4096" "256 4096 4096"; do run $mnk BM=64,BN=128,ST=9,EPI=1,KS=0; done
+for mnk in ${SHAPES:-"128 2752 4096" "128 3584 4096" "256 4096 4096"}; do run $mnk BM=64,BN=128,ST=9,EPI=1,KS=0; done
