@@ -18,4 +18,4 @@ run() { # m n k base-config
     tee -a "$out/coupling.log" | grep -E "^  one"
 
 }
-for mnk in ${SHAPES:-"128 2752 4096" "128 3584 4096" "256 4096 4096"}; do run $mnk BM=64,BN=128,ST=9,EPI=1,KS=0; done
+for mnk in "128 2752 4096" "128 3584 4096" "256 4096 4096"; do run $mnk BM=64,BN=128,ST=9,EPI=1,KS=0; done
