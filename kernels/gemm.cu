@@ -233,18 +233,6 @@
 #else
 #define WEFT_GEMM_STAMP(i) ((void)0)
 #endif
-/* Debug only (dev/gemm): with CLUSTER_M = 2, each CTA loads all of B itself instead of half with
- * multicast, keeping the pair's coupled empty barriers (1), or also releasing its stages to
- * itself only (2: the pair shares nothing but its placement): the coupling's cost, and the
- * placement's, without the multicast's. */
-#ifndef WEFT_GEMM_MC_LOCAL
-#define WEFT_GEMM_MC_LOCAL 0
-#endif
-/* Debug only (dev/gemm): without a cluster, load [N,K] B as this many boxes of BN / B_SPLIT rows
- * (the tensor map's box must match): what a cluster's half-size B boxes cost by themselves. */
-#ifndef WEFT_GEMM_B_SPLIT
-#define WEFT_GEMM_B_SPLIT 1
-#endif
 /* Debug only: swap LBO/SBO of the N-major B descriptor. */
 #ifndef WEFT_GEMM_MN_SWAP
 #define WEFT_GEMM_MN_SWAP 0
@@ -821,7 +809,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
-      weft_gemm_mbar_init(bar_empty + 8 * s, WEFT_GEMM_MC_LOCAL == 2 ? 2 : 2 * WEFT_GEMM_CLUSTER_M);
+      weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
 #if WEFT_GEMM_STORERS
     for (int i = 0; i < 2; i++) {
@@ -927,19 +915,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_B_KMAJOR
 #if WEFT_GEMM_CLUSTER_M > 1
-#if WEFT_GEMM_MC_LOCAL
-          for (int h = 0; h < 2; h++)
-            weft_gemm_tma_load(b_dst + h * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
-                               w.n0 + h * (WEFT_GEMM_BN / 2), full);
-#else
           /* each CTA loads BN/2 rows of B and multicasts them to both CTAs */
           weft_gemm_tma_load_mc(b_dst + cta_rank * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
                                 w.n0 + (int)cta_rank * (WEFT_GEMM_BN / 2), full, 3);
-#endif
 #else
-          for (int h = 0; h < WEFT_GEMM_B_SPLIT; h++)
-            weft_gemm_tma_load(b_dst + h * (WEFT_GEMM_B_BYTES / WEFT_GEMM_B_SPLIT), &tm_b, k0,
-                               w.n0 + h * (WEFT_GEMM_BN / WEFT_GEMM_B_SPLIT), full);
+          weft_gemm_tma_load(b_dst, &tm_b, k0, w.n0, full);
 #endif
 #else
           /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns */
@@ -1061,7 +1041,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           /* the previous stage's wgmmas are done: hand its buffers back */
           WEFT_GEMM_WGMMA_WAIT(1);
           if (wtid == 0) {
-#if WEFT_GEMM_CLUSTER_M > 1 && WEFT_GEMM_MC_LOCAL != 2
+#if WEFT_GEMM_CLUSTER_M > 1
             for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
               weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else
@@ -1078,7 +1058,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       WEFT_GEMM_WGMMA_WAIT(0);
       if (tid == 128) WEFT_GEMM_STAMP(2);
       if (prev >= 0 && wtid == 0) {
-#if WEFT_GEMM_CLUSTER_M > 1 && WEFT_GEMM_MC_LOCAL != 2
+#if WEFT_GEMM_CLUSTER_M > 1
         for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
           weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else

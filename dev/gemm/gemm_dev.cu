@@ -90,7 +90,6 @@ struct Cfg {
   int wait = 0, notify = 0, defer = 0;
   int grid = 0;            /* 0: all co-resident CTAs */
   int lcl = 0;             /* LCL=n: launch in clusters of n CTAs although the kernel has none */
-  int bsplit = 0;          /* BSPLIT=n: [N,K] B in n boxes a stage (-DWEFT_GEMM_B_SPLIT) */
   int mnswap = 0;          /* debug: swap LBO/SBO of N-major B */
   int timeout_printf = 0;
   std::string extra;       /* experiments: X_NAME=v items, passed as -DWEFT_GEMM_NAME=v */
@@ -144,7 +143,6 @@ static void parse_cfg(Cfg &c, const char *s) {
     else if (k == "DEFER") c.defer = v;
     else if (k == "GRID") c.grid = v;
     else if (k == "LCL") c.lcl = v;
-    else if (k == "BSPLIT") { c.bsplit = v; c.extra += "-DWEFT_GEMM_B_SPLIT=" + std::to_string(v) + " "; }
     else if (k == "MNSWAP") c.mnswap = v;
     else if (k.compare(0, 2, "X_") == 0) c.extra += "-DWEFT_GEMM_" + k.substr(2) + "=" + std::to_string(v) + " ";
     else { fprintf(stderr, "unknown --cfg key %s\n", key); exit(2); }
@@ -578,13 +576,13 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   const Prob &p = I.p;
   Cfg c = fix_cfg(c0, p);
   char key[256];
-  snprintf(key, sizeof key, "%p %p %p %d %d %d %d %d %d %d %d %d %d %d %d", I.A, I.B, out, p.M, p.N,
-           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, c.arows, c.bsplit);
+  snprintf(key, sizeof key, "%p %p %p %d %d %d %d %d %d %d %d %d %d %d", I.A, I.B, out, p.M, p.N,
+           p.K, p.din, p.dout, p.bkmajor, c.bm, c.bn, c.cluster, c.splitk, c.arows);
   auto mit = g_maps.find(key);
   if (mit == g_maps.end()) {
     Maps m;
     m.a = make_map(I.A, p.din, p.K, p.M, 64, c.arows ? c.arows : c.bm);
-    m.b = p.bkmajor ? make_map(I.B, p.din, p.K, p.N, 64, c.bn / c.cluster / (c.bsplit > 1 ? c.bsplit : 1))
+    m.b = p.bkmajor ? make_map(I.B, p.din, p.K, p.N, 64, c.bn / c.cluster)
                     : make_map(I.B, p.din, p.N, p.K, 64, 64);
     m.c = c.splitk ? m.a : make_map(out, p.dout, p.N, p.M, 128 / dt_size(p.dout), 64);
     mit = g_maps.insert(std::make_pair(std::string(key), m)).first;
