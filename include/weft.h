@@ -116,7 +116,11 @@ typedef struct weft_comm_config {
  * WEFT_STATUS_INVALID_USAGE. */
 WEFT_API weft_status_t weft_comm_init(weft_comm_t **comm, const weft_comm_config_t *config);
 
-/* Collective teardown: waits for all ranks (bounded), unmaps the heap, frees everything. */
+/* Collective teardown: waits for this process's GPU work, then for all ranks, unmaps the heap and
+ * frees everything. Bounded: when the GPU work has not finished within WEFT_TIMEOUT_MS + 5 s
+ * (a kernel that never ends), weft's kernels are aborted and WEFT_STATUS_TIMEOUT returned; if
+ * the work still runs 5 s later, the communicator is left allocated (nothing may be unmapped
+ * under a running kernel) and the process should exit. */
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 
 /* Ends every wait of this communicator now, on the host and in running kernels (which poll an

@@ -319,13 +319,72 @@ fail_unlock:
   return st;
 }
 
+/* cuCtxSynchronize has no deadline: it runs in a thread of its own, which the destroying thread
+ * waits for with one. The record outlives a wait that gives up (the thread still holds it). */
+typedef struct ctx_sync {
+  CUcontext context;
+  int done;
+} ctx_sync_t;
+
+static void *ctx_sync_main(void *arg) {
+  ctx_sync_t *t = arg;
+  if (weft_cu.cuCtxSetCurrent(t->context) == CUDA_SUCCESS) weft_cu.cuCtxSynchronize();
+  __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* Waits until `t` is done or `ms` more milliseconds passed; 1 when done. */
+static int ctx_sync_wait(ctx_sync_t *t, uint64_t ms) {
+  uint64_t deadline = weft_now_ns() + ms * 1000000ull;
+  while (!__atomic_load_n(&t->done, __ATOMIC_ACQUIRE)) {
+    if (weft_now_ns() > deadline) return 0;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
+/* Finishes the GPU work of this process, within the communicator's timeout + 5 s; then stops
+ * weft's own kernels (the abort flag) and waits 5 s more. WEFT_STATUS_SUCCESS, or TIMEOUT: with
+ * *freeable 1 when the work ended after the abort, 0 when it never did (a kernel that does not
+ * end: nothing may be unmapped under it, so nothing may be freed). */
+static weft_status_t ctx_finish(weft_comm_t *comm, int *freeable) {
+  *freeable = 1;
+  ctx_sync_t *t = calloc(1, sizeof *t);
+  pthread_t th;
+  if (!t) return WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "weft_comm_destroy: host allocation");
+  t->context = comm->context;
+  if (pthread_create(&th, NULL, ctx_sync_main, t) != 0) { /* then without a deadline */
+    ctx_sync_main(t);
+    free(t);
+    return WEFT_STATUS_SUCCESS;
+  }
+  pthread_detach(th);
+  uint64_t ms = comm->timeout_ns / 1000000 + 5000;
+  if (ctx_sync_wait(t, ms)) {
+    free(t);
+    return WEFT_STATUS_SUCCESS;
+  }
+  weft_comm_abort(comm);
+  *freeable = ctx_sync_wait(t, 5000);
+  if (*freeable) free(t);
+  return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
+                  "rank %d: weft_comm_destroy: this process's GPU work did not finish within %llu "
+                  "ms (a kernel that never ends?)%s", comm->rank, (unsigned long long)ms,
+                  *freeable ? "; it did after weft's kernels were aborted"
+                            : ", not even after weft's kernels were aborted: the communicator is "
+                              "left allocated (nothing may be unmapped under a running kernel)");
+}
+
 weft_status_t weft_comm_destroy(weft_comm_t *comm) {
   WEFT_ARG(NULL, comm, "comm is NULL");
   weft_status_t st = WEFT_STATUS_SUCCESS;
   if (!comm->aborted) {
     /* Nobody may unmap a heap a peer may still write: finish local work, then meet. */
-    if (weft_cu.cuCtxSetCurrent(comm->context) == CUDA_SUCCESS) weft_cu.cuCtxSynchronize();
-    st = weft_bootstrap_barrier(comm->bootstrap);
+    int freeable;
+    st = ctx_finish(comm, &freeable);
+    if (!freeable) return st;
+    if (st == WEFT_STATUS_SUCCESS) st = weft_bootstrap_barrier(comm->bootstrap);
   }
   comm_free(comm);
   pthread_mutex_lock(&init_lock);

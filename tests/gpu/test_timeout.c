@@ -67,6 +67,30 @@ static int child_ok(void) {
   return 0;
 }
 
+/* A user kernel that runs on (40 s, polling nothing) when weft_comm_destroy is called: the
+ * destroy must come back with WEFT_STATUS_TIMEOUT after its deadline instead of waiting. */
+static const char *busy_src =
+    "extern \"C\" __global__ void busy(void) {\n"
+    "  unsigned long long t0, t;\n"
+    "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "  do asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); while (t - t0 < 40000000000ull);\n"
+    "}\n";
+
+static int child_destroy(void) {
+  weft_comm_t *comm = test_init();
+  weft_module_t *mod;
+  OK(weft_module_load(comm, busy_src, "busy.cu", NULL, 0, &mod));
+  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+  OK(weft_kernel_launch(test_kernel(mod, "busy"), &c, NULL, NULL));
+  uint64_t t0 = weft_now_ns();
+  weft_status_t st = weft_comm_destroy(comm);
+  double ms = (double)(weft_now_ns() - t0) / 1e6;
+  printf("CHILD destroy status=%s after %.0f ms: %s\n", weft_get_error_string(st), ms,
+         weft_get_last_error());
+  fflush(stdout);
+  return st == WEFT_STATUS_TIMEOUT ? 3 : 1;
+}
+
 static int run(const char *cmd, char *out, size_t size) {
   FILE *p = popen(cmd, "r");
   if (!p) return -1;
@@ -81,11 +105,13 @@ int main(int argc, char **argv) {
   if (mode && !strcmp(mode, "hang")) return child_hang();
   if (mode && !strcmp(mode, "ok")) return child_ok();
   if (mode && !strcmp(mode, "multimem")) return child_multimem();
+  if (mode && !strcmp(mode, "destroy")) return child_destroy();
   if (argc < 2) {
     fprintf(stderr, "usage: %s <weftrun>\n", argv[0]);
     return 2;
   }
   test_precompile(multimem_src, "multimem_guard.cu");
+  test_precompile(busy_src, "busy.cu");
   static char out[1 << 16];
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=hang WEFT_TIMEOUT_MS=%d %s -n 2 %s 2>&1", TIMEOUT_MS,
@@ -117,6 +143,20 @@ int main(int argc, char **argv) {
     fails++, printf("FAIL: no rank reported the multimem kernel's status\n");
   if (strstr(out, "CHILD multimem status=success"))
     fails++, printf("FAIL: a multimem kernel ran to completion with multicast off\n");
+  /* a kernel that never ends (for weft) must not hold weft_comm_destroy past its deadline:
+   * 2 s + 5 s, the abort, 5 s more */
+  snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=destroy WEFT_TIMEOUT_MS=%d %s -n 2 %s 2>&1", TIMEOUT_MS,
+           argv[1], argv[0]);
+  t0 = weft_now_ns();
+  rc = run(cmd, out, sizeof out);
+  s = (double)(weft_now_ns() - t0) / 1e9;
+  printf("---- job whose kernel outlives weft_comm_destroy's deadline: exit %d after %.1f s\n%s----\n",
+         rc, s, out);
+  if (!strstr(out, "CHILD destroy status=timeout"))
+    fails++, printf("FAIL: weft_comm_destroy did not return WEFT_STATUS_TIMEOUT\n");
+  if (!strstr(out, "did not finish within"))
+    fails++, printf("FAIL: the destroy's message does not say what it waited for\n");
+  if (s > TIMEOUT_MS / 1000.0 + 5 + 5 + 10) fails++, printf("FAIL: took %.1f s\n", s);
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=ok %s -n 2 %s 2>&1", argv[1], argv[0]);
   rc = run(cmd, out, sizeof out);
   printf("---- next job on the same GPUs: exit %d\n%s----\n", rc, out);
