@@ -120,7 +120,8 @@ WEFT_API weft_status_t weft_comm_init(weft_comm_t **comm, const weft_comm_config
  * frees everything. Bounded: when the GPU work has not finished within WEFT_TIMEOUT_MS + 5 s
  * (a kernel that never ends), weft's kernels are aborted and WEFT_STATUS_TIMEOUT returned; if
  * the work still runs 5 s later, the communicator is left allocated (nothing may be unmapped
- * under a running kernel) and the process should exit. */
+ * under a running kernel) and the process should exit. After weft_comm_abort it waits only
+ * those 5 s, and not for the other ranks. */
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 
 /* Ends every wait of this communicator now, on the host and in running kernels (which poll an

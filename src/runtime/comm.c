@@ -345,9 +345,10 @@ static int ctx_sync_wait(ctx_sync_t *t, uint64_t ms) {
 }
 
 /* Finishes the GPU work of this process, within the communicator's timeout + 5 s; then stops
- * weft's own kernels (the abort flag) and waits 5 s more. WEFT_STATUS_SUCCESS, or TIMEOUT: with
- * *freeable 1 when the work ended after the abort, 0 when it never did (a kernel that does not
- * end: nothing may be unmapped under it, so nothing may be freed). */
+ * weft's own kernels (the abort flag) and waits 5 s more (an aborted communicator: only those
+ * 5 s). WEFT_STATUS_SUCCESS, or TIMEOUT: with *freeable 1 when the work ended after the abort, 0
+ * when it never did (a kernel that does not end: nothing may be unmapped under it, so nothing
+ * may be freed). */
 static weft_status_t ctx_finish(weft_comm_t *comm, int *freeable) {
   *freeable = 1;
   ctx_sync_t *t = calloc(1, sizeof *t);
@@ -360,17 +361,20 @@ static weft_status_t ctx_finish(weft_comm_t *comm, int *freeable) {
     return WEFT_STATUS_SUCCESS;
   }
   pthread_detach(th);
+  int aborted = comm->aborted, in_time = 0;
   uint64_t ms = comm->timeout_ns / 1000000 + 5000;
-  if (ctx_sync_wait(t, ms)) {
-    free(t);
-    return WEFT_STATUS_SUCCESS;
+  if (!aborted) in_time = ctx_sync_wait(t, ms);
+  if (!in_time) {
+    if (!aborted) weft_comm_abort(comm);
+    *freeable = ctx_sync_wait(t, 5000);
+    in_time = aborted && *freeable; /* aborted before: only its kernels' ending was awaited */
   }
-  weft_comm_abort(comm);
-  *freeable = ctx_sync_wait(t, 5000);
   if (*freeable) free(t);
+  if (in_time) return WEFT_STATUS_SUCCESS;
   return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
                   "rank %d: weft_comm_destroy: this process's GPU work did not finish within %llu "
-                  "ms (a kernel that never ends?)%s", comm->rank, (unsigned long long)ms,
+                  "ms (a kernel that never ends?)%s", comm->rank,
+                  aborted ? 5000ull : (unsigned long long)ms,
                   *freeable ? "; it did after weft's kernels were aborted"
                             : ", not even after weft's kernels were aborted: the communicator is "
                               "left allocated (nothing may be unmapped under a running kernel)");
@@ -378,14 +382,12 @@ static weft_status_t ctx_finish(weft_comm_t *comm, int *freeable) {
 
 weft_status_t weft_comm_destroy(weft_comm_t *comm) {
   WEFT_ARG(NULL, comm, "comm is NULL");
-  weft_status_t st = WEFT_STATUS_SUCCESS;
-  if (!comm->aborted) {
-    /* Nobody may unmap a heap a peer may still write: finish local work, then meet. */
-    int freeable;
-    st = ctx_finish(comm, &freeable);
-    if (!freeable) return st;
-    if (st == WEFT_STATUS_SUCCESS) st = weft_bootstrap_barrier(comm->bootstrap);
-  }
+  /* Nobody may unmap a heap a peer may still write, nor a module a kernel still runs: finish
+   * local work, then meet (unless aborted: then nobody waits for the others). */
+  int freeable, aborted = comm->aborted;
+  weft_status_t st = ctx_finish(comm, &freeable);
+  if (!freeable) return st;
+  if (!aborted && st == WEFT_STATUS_SUCCESS) st = weft_bootstrap_barrier(comm->bootstrap);
   comm_free(comm);
   pthread_mutex_lock(&init_lock);
   initialised = 0;
