@@ -4,12 +4,7 @@
 # launch and the CTAs' placement alone), and the cluster kernel multicasting B. (The debug
 # defines that also separated the coupling and the half-size B boxes, WEFT_GEMM_MC_LOCAL and
 # WEFT_GEMM_B_SPLIT, are in kernels/gemm.cu at commit abfa6df: dev/gemm/NOTES.md, sixth session.)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
-nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
-  > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
+source "$(dirname "$0")/gemm_dev_env.sh"
 run() { # m n k base-config
   local c=$4
   timeout 60 "$out/gemm_dev" --m "$1" --n "$2" --k "$3" --samples 30 --check \

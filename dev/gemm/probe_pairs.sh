@@ -2,12 +2,7 @@
 # One GPU call: the unclustered decode kernels launched plain and in clusters of 2 (LCL=2: the
 # launch alone, no cluster code), gemm_dev, L2-warm, interleaved medians (dev/gemm/NOTES.md,
 # sixth session). Logs under $OUT.
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
-nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
-  > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
+source "$(dirname "$0")/gemm_dev_env.sh"
 run() { # m n k config...
   local m=$1 n=$2 k=$3; shift 3
   local args=()
