@@ -84,6 +84,7 @@ int main(void) {
   TG("comm_abort(NULL)", weft_comm_abort(NULL), WEFT_STATUS_INVALID_ARGUMENT);
   int r;
   TG("comm_rank(NULL comm)", weft_comm_rank(NULL, &r), WEFT_STATUS_INVALID_ARGUMENT);
+  TG("comm_set_autotune(NULL comm)", weft_comm_set_autotune(NULL, 1), WEFT_STATUS_INVALID_ARGUMENT);
 
   /* ---- JIT (needs no GPU) ---- */
   void *cubin = NULL;
@@ -202,6 +203,7 @@ int main(void) {
   T("gemm_rs workspace too small (past the heap's end)",
     weft_gemm_rs(comm, dev, 64, dev, 64, dev, hend - 256, 64, 64, 64, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
+  T("comm_set_autotune 2", weft_comm_set_autotune(comm, 2), WEFT_STATUS_INVALID_ARGUMENT);
   T("gemm_rs algo ring", weft_gemm_rs(comm, dev, 64, dev, 64, dev, heap, 64, 64, 64, BF, BF, NK, WEFT_ALGO_RING, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
   T("gemm_rs lda 60", weft_gemm_rs(comm, dev, 60, dev, 64, dev, heap, 64, 64, 56, BF, BF, NK, WEFT_ALGO_AUTO, NULL),
