@@ -102,8 +102,7 @@ static bool entry_path(const char *key, char *dir, size_t dsize, char *path, siz
          snprintf(path, psize, "%s/%s.txt", dir, hex) < (int)psize;
 }
 
-/* The candidate a disk entry names, or -1 (no entry, another key, an unknown name). */
-static int entry_read(const char *key, const char *const *names, int n) {
+int weft_autotune_entry_read(const char *key, const char *const *names, int n) {
   char dir[4200], path[4300];
   if (!entry_path(key, dir, sizeof dir, path, sizeof path)) return -1;
   FILE *f = fopen(path, "r");
@@ -121,7 +120,7 @@ static int entry_read(const char *key, const char *const *names, int n) {
   return -1;
 }
 
-static void entry_write(const char *key, const char *name) {
+void weft_autotune_entry_write(const char *key, const char *name) {
   char dir[4200], path[4300], tmp[4400];
   if (!entry_path(key, dir, sizeof dir, path, sizeof path)) return;
   if (!weft_jit_cache_make_dirs(dir)) {
@@ -200,7 +199,7 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
     goto out;
   }
   int *me = seen + 2 * comm->rank;
-  me[0] = entry_read(full, names, n);
+  me[0] = weft_autotune_entry_read(full, names, n);
   me[1] = cap != CU_STREAM_CAPTURE_STATUS_NONE;
   WEFT_CHECK_GOTO(weft_bootstrap_allgather(comm->bootstrap, seen, 2 * sizeof *seen), st, out);
   int agree = 1, capturing = 0;
@@ -235,7 +234,7 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
   /* step 4 */
   __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
   table_add(comm, full, *best);
-  if (comm->local_rank == 0) entry_write(full, names[*best]);
+  if (comm->local_rank == 0) weft_autotune_entry_write(full, names[*best]);
   WEFT_INFO("autotune: %s: %s wins (%.4f ms)", key, names[*best], best_t);
 out:
   free(seen);

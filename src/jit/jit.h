@@ -135,6 +135,13 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
 /* Frees the table (weft_comm_destroy). */
 void weft_autotune_forget(weft_comm_t *comm);
 
+/* The disk entries (<cache dir>/autotune/<sha256 of key>.txt; nothing when the cache is off):
+ * the index in names[0..n) of the candidate the entry of `key` names, or -1 (no entry, an entry
+ * of another key, a damaged one, a name not among them); writing replaces the entry atomically
+ * (a temporary file renamed). key is the full key (weft_autotune adds world, GPU, version). */
+int weft_autotune_entry_read(const char *key, const char *const *names, int n);
+void weft_autotune_entry_write(const char *key, const char *name);
+
 /* ---- SHA-256 (FIPS 180-4), for cache keys and entry checksums ---- */
 
 typedef struct weft_sha256 {
