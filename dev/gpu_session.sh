@@ -61,5 +61,7 @@ echo "==== bench"
 cat "$out/bench_rc.txt" 2>/dev/null
 for f in "$out"/bench_*.log; do [ -f "$f" ] && { echo "-- $f"; grep -v '^#  rank' "$f" | tail -25; }; done
 echo "==== times: build $((t1-t0))s tests $((t2-t1))s bench $((t3-t2))s"
+# the tables and the issues' targets, from the JSON files (bench/tables.py)
+python3 bench/tables.py "$out" > "$out/tables.md" 2>&1 && { echo "==== targets"; grep -E "^- |^Geometric" "$out/tables.md"; }
 # The device tool brings back at most 8 files: the logs travel as one archive.
 tar -C "$out" -czf /tmp/weft-logs.tgz . && find "$out" -mindepth 1 -delete && mv /tmp/weft-logs.tgz "$out/"

@@ -124,7 +124,10 @@ void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, co
   if (!b->json) return;
   fprintf(b->json, "%s  {\"suite\": \"%s\", \"name\": \"%s\"", b->json_rows++ ? ",\n" : "", suite,
           name);
-  for (int i = 0; i < nkv; i++) fprintf(b->json, ", \"%s\": %.6g", keys[i], values[i]);
+  /* whole numbers (sizes, counts) exactly; measurements to 6 significant digits */
+  for (int i = 0; i < nkv; i++)
+    fprintf(b->json, values[i] == (double)(long long)values[i] ? ", \"%s\": %.0f" : ", \"%s\": %.6g",
+            keys[i], values[i]);
   fprintf(b->json, "}");
 }
 
