@@ -61,4 +61,9 @@ else
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done
 fi
+# every table in markdown, and the figures the issues set as targets (bench/tables.py)
+if command -v python3 >/dev/null 2>&1 && python3 bench/tables.py "$logs" > "$logs/tables.md"; then
+  echo "== tables: $logs/tables.md; targets:"
+  grep -E "^- |^Geometric" "$logs/tables.md"
+fi
 exit $status
