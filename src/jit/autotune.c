@@ -228,14 +228,14 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
     double worst = 0;
     for (int r = 0; r < comm->world; r++)
       if (times[(size_t)r * n + c] > worst) worst = times[(size_t)r * n + c];
-    WEFT_INFO("autotune: %s: %-16s %.4f ms (slowest rank)", key, names[c], worst);
+    if (comm->rank == 0) WEFT_INFO("autotune: %s: %-16s %.4f ms (slowest rank)", key, names[c], worst);
     if (*best < 0 || worst < best_t) *best = c, best_t = worst;
   }
   /* step 4 */
   __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
   table_add(comm, full, *best);
   if (comm->local_rank == 0) weft_autotune_entry_write(full, names[*best]);
-  WEFT_INFO("autotune: %s: %s wins (%.4f ms)", key, names[*best], best_t);
+  if (comm->rank == 0) WEFT_INFO("autotune: %s: %s wins (%.4f ms)", key, names[*best], best_t);
 out:
   free(seen);
   free(times);
