@@ -63,8 +63,6 @@ weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream) {
 
 /* ---- plans and the autotuner ---------------------------------------------------------------- */
 
-#define PLAN_MAX 16
-
 typedef struct plan_trial {
   const weft_ops_plan_t *plans;
   weft_ops_run_t run;
@@ -80,36 +78,46 @@ static const char *algo_word(weft_algo_t a) {
   return a == WEFT_ALGO_COPY_ENGINE ? "ce" : a == WEFT_ALGO_SM ? "sm" : "seq";
 }
 
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+                             int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+                             weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
+                             char names[WEFT_OPS_PLAN_MAX][32]) {
+  static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, sms, ws_floats, ws_counters, &cfg);
+  int n = 0;
+  for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
+    weft_algo_t a = algos[i];
+    plans[n++] = (weft_ops_plan_t){a, 0, 0};
+    if (a == WEFT_ALGO_SEQUENTIAL) continue;
+    for (int w = 0; w < 3 && n < WEFT_OPS_PLAN_MAX; w++) {
+      weft_gemm_config_t c = cfg;
+      if (weft_gemm_config_width(p, widths[w], &c)) plans[n++] = (weft_ops_plan_t){a, widths[w], 0};
+    }
+    if (a == WEFT_ALGO_SM && sm_consumer)
+      for (int g = 0; g < 2 && n < WEFT_OPS_PLAN_MAX; g++)
+        plans[n++] = (weft_ops_plan_t){a, 0, consumers[g]};
+  }
+  for (int i = 0; i < n; i++) {
+    int len = snprintf(names[i], 32, "%s", algo_word(plans[i].algo));
+    if (plans[i].bn) len += snprintf(names[i] + len, 32 - (size_t)len, "/bn%d", plans[i].bn);
+    if (plans[i].comm_sms) snprintf(names[i] + len, 32 - (size_t)len, "/sms%d", plans[i].comm_sms);
+  }
+  return n;
+}
+
 weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key,
                             const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
                             int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan) {
   *plan = (weft_ops_plan_t){algo, 0, 0};
   if (algo != WEFT_ALGO_AUTO || !comm->autotune || comm->world < 2) return WEFT_STATUS_SUCCESS;
-  weft_ops_plan_t plans[PLAN_MAX];
-  char names[PLAN_MAX][32];
-  const char *name[PLAN_MAX];
-  int n = 0;
-  static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
-  weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
-  for (int i = 0; i < nalgos; i++) {
-    weft_algo_t a = algos[i];
-    plans[n++] = (weft_ops_plan_t){a, 0, 0};
-    if (a == WEFT_ALGO_SEQUENTIAL) continue;
-    for (int w = 0; w < 3 && n < PLAN_MAX; w++) {
-      weft_gemm_config_t c = cfg;
-      if (weft_gemm_config_width(p, widths[w], &c)) plans[n++] = (weft_ops_plan_t){a, widths[w], 0};
-    }
-    if (a == WEFT_ALGO_SM && sm_consumer)
-      for (int g = 0; g < 2 && n < PLAN_MAX; g++) plans[n++] = (weft_ops_plan_t){a, 0, consumers[g]};
-  }
-  for (int i = 0; i < n; i++) {
-    int len = snprintf(names[i], sizeof names[i], "%s", algo_word(plans[i].algo));
-    if (plans[i].bn) len += snprintf(names[i] + len, sizeof names[i] - (size_t)len, "/bn%d", plans[i].bn);
-    if (plans[i].comm_sms) snprintf(names[i] + len, sizeof names[i] - (size_t)len, "/sms%d", plans[i].comm_sms);
-    name[i] = names[i];
-  }
+  weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
+  char names[WEFT_OPS_PLAN_MAX][32];
+  const char *name[WEFT_OPS_PLAN_MAX];
+  int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.gemm_ws_floats,
+                                   comm->ops.gemm_ws_counters, algos, nalgos, sm_consumer, plans, names);
+  for (int i = 0; i < n; i++) name[i] = names[i];
   plan_trial_t t = {plans, run, ctx};
   int best;
   WEFT_CHECK(weft_autotune(comm, key, name, n, plan_run, &t, stream, &best));

@@ -114,6 +114,15 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key
                             int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan);
 
+/* The candidates weft_ops_plan times (at most WEFT_OPS_PLAN_MAX) and their names ("ce",
+ * "ce/bn128", "sm/sms16", "seq", ...: the names the disk entries keep); returns their number.
+ * Pure host arithmetic on a GPU of `sms` SMs (the CPU tests call it). */
+#define WEFT_OPS_PLAN_MAX 16
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+                             int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+                             weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
+                             char names[WEFT_OPS_PLAN_MAX][32]);
+
 /* The GEMM configuration of an overlapped form: the heuristic's, at the plan's tile width. */
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg);
