@@ -1,6 +1,8 @@
 /* bench.c — shared weft-bench machinery (see bench.h). */
 #include "bench.h"
 
+#include <math.h>
+
 #include <string.h>
 #include <unistd.h>
 
@@ -125,9 +127,11 @@ void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, co
   fprintf(b->json, "%s  {\"suite\": \"%s\", \"name\": \"%s\"", b->json_rows++ ? ",\n" : "", suite,
           name);
   /* whole numbers (sizes, counts) exactly; measurements to 6 significant digits */
-  for (int i = 0; i < nkv; i++)
-    fprintf(b->json, values[i] == (double)(long long)values[i] ? ", \"%s\": %.0f" : ", \"%s\": %.6g",
-            keys[i], values[i]);
+  for (int i = 0; i < nkv; i++) {
+    double v = values[i];
+    int whole = isfinite(v) && fabs(v) < 9e15 && v == floor(v);
+    fprintf(b->json, whole ? ", \"%s\": %.0f" : ", \"%s\": %.6g", keys[i], v);
+  }
   fprintf(b->json, "}");
 }
 
