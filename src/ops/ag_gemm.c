@@ -20,7 +20,6 @@
  */
 #include "ops.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -135,10 +134,7 @@ weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, c
   WEFT_CHECK(weft_comm_make_current(comm));
   static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL};
   ag_gemm_args_t x = {&p, m, mine, ag, b, c};
-  char key[256];
-  snprintf(key, sizeof key, "ag_gemm m=%d n=%d k=%d ldb=%d ldc=%d in=%d out=%d b=%s", m, n, k, ldb,
-           ldc, (int)in, (int)out, p.b_kmajor ? "nk" : "kn");
   weft_ops_plan_t plan;
-  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, algos, 2, 0, ag_gemm_run, &x, (CUstream)stream, &plan));
+  WEFT_CHECK(weft_ops_plan(comm, algo, "ag_gemm", &p, algos, 2, 0, ag_gemm_run, &x, (CUstream)stream, &plan));
   return ag_gemm_enqueue(comm, &x, &plan, (CUstream)stream);
 }

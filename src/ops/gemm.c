@@ -190,14 +190,14 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
      * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
      * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster. */
-    const struct gemm_width *w = gemm_widths;
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
     double best = 0;
-    for (size_t i = 0; i < GEMM_WIDTHS; i++) {
-      if (!p->b_kmajor && w[i].bn % 128) continue;
-      long long units = ctiles_m * ((p->n + w[i].bn - 1) / w[i].bn);
-      double t = (double)((units + clusters - 1) / clusters) * w[i].bn * w[i].cost;
-      if (best == 0 || t < best) best = t, c->bn = w[i].bn, c->stages = w[i].stages, c->epi_bufs = w[i].epi;
+    for (int i = 0; i < GEMM_WIDTHS; i++) {
+      const struct gemm_width *w = &gemm_widths[i];
+      if (!p->b_kmajor && w->bn % 128) continue;
+      long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
+      double t = (double)((units + clusters - 1) / clusters) * w->bn * w->cost;
+      if (best == 0 || t < best) best = t, c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     }
     c->bm = 128;
     c->cluster = 2;

@@ -126,8 +126,6 @@ struct weft_ops_plan;
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
                                    const void *b, void *c, void *workspace,
                                    const struct weft_ops_plan *plan, CUstream stream);
-/* The autotuner's key of a GEMM + ReduceScatter or AllReduce problem (op: the public name). */
-void weft_gemm_rs_key(const char *op, const weft_gemm_problem_t *p, char *key, size_t size);
 /* A checked call's arguments, which the autotuner's trials run again (gemm_rs.c, gemm_ar.c). */
 typedef struct weft_gemm_rs_call {
   const weft_gemm_problem_t *p;

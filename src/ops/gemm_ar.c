@@ -177,10 +177,8 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
   int even = m % comm->local_world == 0;
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
-  char key[256];
-  weft_gemm_rs_key("gemm_ar", &p, key, sizeof key);
   weft_ops_plan_t plan;
-  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, all + !even, 3 - !even, 1, gemm_ar_run, &x,
+  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, all + !even, 3 - !even, 1, gemm_ar_run, &x,
                            (CUstream)stream, &plan));
   return gemm_ar_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
 }

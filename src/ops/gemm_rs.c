@@ -33,7 +33,6 @@
  */
 #include "ops.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -153,6 +152,20 @@ static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream str
   return WEFT_STATUS_SUCCESS;
 }
 
+/* The GEMM hooks of both overlapped forms: segment rank + 1's tiles first (with dir +1 the order
+ * is a rotation of the cluster tile-rows), +1 per stored 64-row sub-tile on counters[row / rows],
+ * released at .sys scope (the copy engine or a peer reads them). */
+static void gemm_rs_hooks(const weft_comm_t *comm, const weft_gemm_problem_t *p,
+                          const weft_gemm_config_t *cfg, uint64_t *counters, int rows,
+                          weft_gemm_hooks_t *h) {
+  memset(h, 0, sizeof *h);
+  h->rotate_m = weft_swizzle_rs_row(0, comm->local_rank, comm->local_world, p->m / comm->local_world,
+                                    cfg->bm * cfg->cluster, 1);
+  h->notify_counters = counters;
+  h->notify_rows = rows;
+  h->notify_sys = 1;
+}
+
 /* The overlapped form (file comment); 0 in *done when this problem cannot take it (the GEMM's
  * configuration or the counters), nothing enqueued then. */
 static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -174,12 +187,7 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   char *staging = ws + part;
   CUstream side = o->side[0];
   weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  /* Segment rank + 1 first: with dir +1 the order is a rotation of the cluster tile-rows. */
-  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
-  h.notify_counters = o->gemm_rs_ctr;
-  h.notify_rows = nr;
-  h.notify_sys = 1;
+  gemm_rs_hooks(comm, p, &cfg, o->gemm_rs_ctr, nr, &h);
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   WEFT_CHECK(weft_ops_fork1(comm, stream));
@@ -221,12 +229,9 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   /* the segment inside each slot: after the rows of the 64-row block it starts in */
   size_t offset = (size_t)(me * seg_rows % 64) * (size_t)p->n * weft_dtype_size(p->out);
   char *staging = ws + part, *mine = staging + (size_t)me * slot;
-  weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  h.rotate_m = weft_swizzle_rs_row(0, me, world, seg_rows, cfg.bm * cfg.cluster, 1);
-  h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, 0);
-  h.notify_rows = seg_rows;
-  h.notify_sys = 1;
+  weft_gemm_hooks_t h; /* the counters: rank 0's copy of this rank's arrival flag at each owner */
+  gemm_rs_hooks(comm, p, &cfg, (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, 0),
+                seg_rows, &h);
   h.scatter_stride = (long long)comm->heap.stride;
   /* Each source adds `units` to this rank's counter per row of 64-row sub-tiles that touches the
    * segment (a sub-tile straddling two segments notifies both owners). */
@@ -265,11 +270,6 @@ static weft_status_t gemm_rs_run(weft_comm_t *comm, const void *ctx, const weft_
   return weft_gemm_rs_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
 }
 
-void weft_gemm_rs_key(const char *op, const weft_gemm_problem_t *p, char *key, size_t size) {
-  snprintf(key, size, "%s m=%d n=%d k=%d lda=%lld ldb=%lld in=%d out=%d b=%s", op, p->m, p->n,
-           p->k, p->lda, p->ldb, (int)p->in, (int)p->out, p->b_kmajor ? "nk" : "kn");
-}
-
 weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                            void *c, void *workspace, int m, int n, int k, weft_dtype_t in,
                            weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
@@ -281,9 +281,7 @@ weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void
   WEFT_CHECK(weft_comm_make_current(comm));
   static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
-  char key[256];
-  weft_gemm_rs_key("gemm_rs", &p, key, sizeof key);
   weft_ops_plan_t plan;
-  WEFT_CHECK(weft_ops_plan(comm, algo, key, &p, algos, 3, 0, gemm_rs_run, &x, (CUstream)stream, &plan));
+  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_rs", &p, algos, 3, 0, gemm_rs_run, &x, (CUstream)stream, &plan));
   return weft_gemm_rs_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
 }

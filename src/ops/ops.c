@@ -106,7 +106,7 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   return n;
 }
 
-weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key,
+weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
                             const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
                             int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan) {
@@ -118,6 +118,9 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key
   int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.gemm_ws_floats,
                                    comm->ops.gemm_ws_counters, algos, nalgos, sm_consumer, plans, names);
   for (int i = 0; i < n; i++) name[i] = names[i];
+  char key[256];
+  snprintf(key, sizeof key, "%s m=%d n=%d k=%d lda=%lld ldb=%lld ldc=%lld in=%d out=%d b=%s", op,
+           p->m, p->n, p->k, p->lda, p->ldb, p->ldc, (int)p->in, (int)p->out, p->b_kmajor ? "nk" : "kn");
   plan_trial_t t = {plans, run, ctx};
   int best;
   WEFT_CHECK(weft_autotune(comm, key, name, n, plan_run, &t, stream, &best));

@@ -107,9 +107,10 @@ typedef weft_status_t (*weft_ops_run_t)(weft_comm_t *comm, const void *ctx,
  * (weft_comm_set_autotune) with more than one rank; then the fastest of the candidates built
  * from `algos` (each the op accepts; SEQUENTIAL once, the others at the heuristic's tile width
  * and the other widths weft_gemm_config_width gives p, SM with consumer SM counts too when
- * sm_consumer), timed by weft_autotune under `key` (the op and its shapes); {AUTO} where it
- * cannot decide (a graph capture). Collective, like the op. */
-weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *key,
+ * sm_consumer), timed by weft_autotune under a key of op (the public name) and p's shapes,
+ * strides and dtypes; {AUTO} where it cannot decide (a graph capture). Collective, like the
+ * op. */
+weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
                             const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
                             int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan);

@@ -105,6 +105,7 @@ static weft_status_t open_device(weft_comm_t *comm, int device) {
                     comm->rank, device, count);
   comm->device_ordinal = device;
   WEFT_CU(comm, cuDeviceGet(&comm->device, device));
+  WEFT_CU(comm, cuDeviceGetName(comm->device_name, sizeof comm->device_name, comm->device));
   WEFT_CU(comm, cuDevicePrimaryCtxRetain(&comm->context, comm->device));
   WEFT_CU(comm, cuCtxSetCurrent(comm->context));
   int vmm = 0, fd = 0;

@@ -20,6 +20,7 @@ struct weft_comm {
   int rank, world, local_rank, local_world, node_first_rank;
   int device_ordinal;
   CUdevice device;
+  char device_name[96]; /* the GPU model (cuDeviceGetName): part of the autotuner's keys */
   CUcontext context;        /* the device's primary context */
   uint64_t timeout_ns;
   /* Every pair of this node's GPUs has the same CUDA P2P performance rank (NVSwitch, or one
