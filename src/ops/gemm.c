@@ -135,8 +135,9 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
  * SMs (with the 16-stage ring of A_ROWS tiles, 2 splits of 64 columns beat 3 of 128 on 4 of the 6
  * decode shapes measured, 2026-11-23); above, the
  * largest tile that still gives enough tiles (three quarters of the SMs for m <= 64, half for
- * m <= 128), then splits up to about two thirds of the SMs; no split once the tiles fill 2/5 of
- * the SMs, and splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
+ * m <= 128; 128x64 for m > 64 where those fill less than 2/5 of the SMs), then splits up to
+ * about two thirds of the SMs, 2 once the tiles fill 2/5 of the SMs and while twice them fit;
+ * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B,
  * 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
@@ -159,22 +160,36 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
       tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
       if (tiles >= enough) break;
     }
+    /* 64 < m <= 128 with few tile columns: one 128-row tile per column, split in a cluster,
+     * rather than two 64-row tiles, each reading its B tile again (H100, graphs, cold:
+     * 128x1792x4096 10.6 us against 14.2 for 56 unsplit 64x64 tiles, 128x2752x4096 12.2 against
+     * 14.2; 96x1792x4096 -20%; from 2/5 of the SMs in 128-row tiles the 64x64 ones stay ahead:
+     * +1-2% at n = 3584, 4096) */
+    if (p->m > 64 && ((p->n + 63) / 64) * 5 < 2LL * sms) c->bm = 128, c->bn = 64;
+    tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
     long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-    /* with 2/5 of the SMs in tiles, the tiles stream B better whole than split (H100, as CUDA
-     * graphs: 64 tiles 2-5% and 56 tiles 2% faster unsplit than in 2 clustered splits; 43 tiles
-     * faster in 2; cuBLAS runs 64 unsplit CTAs at m = 1, n = 4096) */
-    long long ks = tiles * 5 >= 2LL * sms ? 1 : (target + tiles / 2) / tiles;
-    if (ks > nkb / 16) ks = nkb / 16;
+    /* splits up to the target; from 2/5 of the SMs in tiles 2 splits while they fit at once
+     * (H100, graphs, cold: 64 tiles as fast in 2 clustered splits as whole at k = 2752-4096,
+     * 5-11% faster at k = 1376-1792, 64x4096x1376 7.5 us against 8.4); at least 16 k-blocks a
+     * split, or 8 for two */
+    long long ks = tiles * 5 < 2LL * sms ? (target + tiles / 2) / tiles : 2 * tiles <= sms ? 2 : 1;
+    long long kcap = nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1;
+    if (ks > kcap) ks = kcap;
     /* whole partial tiles of every split must fit the communicator's workspace */
     while (ks > 1 && (tiles > ws_counters || (size_t)(ks * tiles * c->bm * c->bn) > ws_floats)) ks--;
     if (ks < 1) ks = 1;
     /* A tile's splits reduce in one cluster, through shared memory: the workspace round trip
      * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md). Clusters
      * of 2, 4 or 8 CTAs, which a GPC's SMs hold evenly (43 clusters of 3 did not fit at once on
-     * an H100), so 3 to 7 splits round down: 2 clustered splits beat 3 through the workspace by
-     * 4% at m = 1 and 16, n = 2752, k = 4096 (H100, 2026-11-25). */
+     * an H100), so 3 to 7 splits round up where the CTAs still fit at once and the k-blocks
+     * allow (128x1792x4096: 4 splits of 28 tiles 9.5 us, 2 splits 11.0), else down (2
+     * clustered splits beat 3 through the workspace by 4% at m = 1 and 16, n = 2752, k = 4096;
+     * H100, 2026-11-25). */
     int cluster_max = wg_n(c) / 8 < 8 ? wg_n(c) / 8 : 8;
-    if (ks > 2 && ks <= cluster_max) ks = ks >= 8 ? 8 : ks >= 4 ? 4 : 2;
+    if (ks > 2 && ks <= cluster_max) {
+      long long up = ks > 4 ? 8 : 4;
+      ks = up <= cluster_max && up * tiles <= sms && up <= kcap ? up : up / 2;
+    }
     c->k_splits = (int)ks;
     c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= cluster_max;
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
@@ -416,6 +431,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: a cluster reduction takes 2 to min(8, %d) splits of at least one "
                     "k-block each, without 2x1 clusters (k_splits %d, k %d)",
                     wg_n(cfg) / 8, ks, p->k);
+  /* (a chosen configuration fits by construction; a caller's is checked before it compiles) */
+  if (cfg->stages < 1 || cfg->stages > WEFT_GEMM_MAX_STAGES || weft_gemm_smem_bytes(cfg) > WEFT_GEMM_MAX_SMEM)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: %d stages of BM=%d BN=%d tiles need %zu bytes of shared memory (at most "
+                    "%d stages and %d bytes)",
+                    cfg->stages, cfg->bm, cfg->bn, weft_gemm_smem_bytes(cfg), WEFT_GEMM_MAX_STAGES,
+                    WEFT_GEMM_MAX_SMEM);
   struct weft_gemm_kernel *g;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g));
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;

@@ -313,6 +313,33 @@ static void graph(void) {
   }
 }
 
+/* A caller's configuration that exceeds shared memory or the ring: INVALID_ARGUMENT with a
+ * message, before anything compiles (it once surfaced as a failed cuFuncSetAttribute, and inside
+ * a capture as the failed unload of the module after it), and the GEMM still runs after. */
+static void bad_config(const weft_gemm_problem_t *p) {
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  buffers_t x;
+  setup(&x, p);
+  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
+  weft_gemm_config_t big = cfg, deep = cfg;
+  big.stages = 12;   /* 12 x 48 KiB of 128x256 stages */
+  deep.stages = WEFT_GEMM_MAX_STAGES + 1;
+  deep.bn = 64, deep.bm = 64, deep.cluster = 1;
+  int ok = weft_gemm_launch(comm, p, &big, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT &&
+           strstr(weft_comm_get_last_error(comm), "shared memory") != NULL &&
+           weft_gemm_launch(comm, p, &deep, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT;
+  cases++;
+  if (!ok) {
+    failures++;
+    printf("FAIL bad configurations: %s\n", weft_comm_get_last_error(comm));
+  }
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, NULL, a, b, c, s));
+  check(&x, "after bad configurations");
+  teardown(&x);
+}
+
 int main(int argc, char **argv) {
   int small = argc > 1 && !strcmp(argv[1], "--small");
   test_precompile(gemm_test_src, "test_gemm.cu");
@@ -398,6 +425,7 @@ int main(int argc, char **argv) {
     cp = problem(100, 1000, 8192, 8, 8, 0, B, F, 1);
     cluster_reduction(&cp, 8, 128, 128);
     graph();
+    bad_config(&big);
   }
   printf("%d of %d checks passed\n", cases - failures, cases);
   OK(weft_module_unload(mod));
