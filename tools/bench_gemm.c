@@ -135,10 +135,10 @@ int main_gemm(int argc, char **argv) {
         memcpy(shapes[nshapes++], rs, sizeof rs);
       }
     if (!hooks) {
-      /* decode: m = 1, 16, 64, 128 with the (n, k) pairs of the TP=4 shapes */
+      /* decode: m = 1, 16, 64, 128 with the (n, k) pairs of the TP=4 and TP=8 shapes */
       static const int ms[] = {1, 16, 64, 128};
       for (int j = 0; j < 4; j++)
-        for (int i = 1; i <= 10; i++) {
+        for (int i = 1; i <= 20; i++) {
           shapes[nshapes][0] = ms[j];
           shapes[nshapes][1] = shapes[i][1];
           shapes[nshapes][2] = shapes[i][2];
