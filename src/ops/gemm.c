@@ -148,7 +148,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   c->k_splits = 1;
   if (p->m <= 128) {
     static const int tiny[][2] = {{64, 64}, {64, 128}}, small[][2] = {{64, 128}, {64, 64}},
-                     mid[][2] = {{128, 128}, {128, 64}, {64, 64}};
+                     mid[][2] = {{128, 128}, {64, 128}, {64, 64}};
     const int(*cand)[2] = p->m <= 16 ? tiny : p->m <= 64 ? small : mid;
     int ncand = p->m <= 16 ? 1 : p->m <= 64 ? 2 : 3;
     if (p->m <= 16 && !p->b_kmajor) cand = small; /* [k, n] B: no 32-column warpgroup tiles */
@@ -166,6 +166,9 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * 14.2; 96x1792x4096 -20%; from 2/5 of the SMs in 128-row tiles the 64x64 ones stay ahead:
      * +1-2% at n = 3584, 4096) */
     if (p->m > 64 && ((p->n + 63) / 64) * 5 < 2LL * sms) c->bm = 128, c->bn = 64;
+    /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
+     * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
+     * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
     tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
     long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     /* splits up to the target; from 2/5 of the SMs in tiles 2 splits while they fit at once
