@@ -10,6 +10,7 @@
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/comm.h"
 #include "runtime/loader.h"
@@ -40,8 +41,11 @@ typedef struct bench {
   do {                                                                                    \
     weft_status_t st_ = (call);                                                           \
     if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
-      fprintf(stderr, "weft-bench: %s failed: %s: %s\n", #call, weft_get_error_string(st_), \
-              weft_get_last_error());                                                     \
+      /* the last error's text starts with the status name when it is this call's */    \
+      const char *s_ = weft_get_error_string(st_), *e_ = weft_get_last_error();          \
+      int own_ = !strncmp(e_, s_, strlen(s_));                                            \
+      fprintf(stderr, "weft-bench: %s failed: %s%s%s\n", #call, own_ ? "" : s_,          \
+              own_ ? "" : ": ", e_);                                                      \
       exit(1);                                                                            \
     }                                                                                     \
   } while (0)

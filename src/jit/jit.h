@@ -59,6 +59,10 @@ weft_status_t weft_module_load_embedded(weft_comm_t *comm, const char *file,
 weft_status_t weft_module_load_cubin(weft_comm_t *comm, const void *cubin, size_t cubin_size,
                                      const char *name, struct weft_module **module);
 
+/* Unloads and frees a module on a failure path: a failed unload (inside a stream capture, say)
+ * is logged, not recorded, so that the error being returned stays the last error. */
+void weft_module_discard(struct weft_module *module);
+
 /* ---- compile ---- */
 
 /* weft_jit_compile with the failure recorded on comm's last error (comm may be NULL). */

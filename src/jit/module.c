@@ -86,12 +86,16 @@ weft_status_t weft_module_load_cubin(weft_comm_t *comm, const void *cubin, size_
   return WEFT_STATUS_SUCCESS;
 
 fail:
+  weft_module_discard(m);
+  return st;
+}
+
+void weft_module_discard(struct weft_module *m) {
   if (m->module) {
     CUresult r = weft_cu.cuModuleUnload(m->module);
-    if (r != CUDA_SUCCESS) WEFT_WARN("jit: cuModuleUnload of %s failed (%d)", name, (int)r);
+    if (r != CUDA_SUCCESS) WEFT_WARN("jit: cuModuleUnload of %s failed (%d)", m->name, (int)r);
   }
   module_free(m);
-  return st;
 }
 
 static weft_status_t load_source(weft_comm_t *comm, const char *source, const char *name,

@@ -347,7 +347,7 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p
   }
   goto out;
 fail:
-  if (g->module) weft_module_unload(g->module);
+  if (g->module) weft_module_discard(g->module);
   free(g);
   g = NULL;
 out:
