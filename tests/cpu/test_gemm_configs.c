@@ -209,6 +209,20 @@ int main(void) {
       {.wait_signals = &sig, .order_table = &table},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
+  /* and on every large-m tile width (the autotuner's candidates: weft_gemm_config_width), both
+   * input types: the overlapped ops' shapes take 128-, 192- and 256-column tiles */
+  static const int widths[] = {256, 192, 128};
+  for (int in = 0; in < 2; in++)
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+      weft_gemm_problem_t pw = p;
+      pw.in = pw.out = in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16;
+      weft_gemm_config_t cw = c;
+      if (cw.bn != widths[w] && !weft_gemm_config_width(&pw, widths[w], &cw)) {
+        fail("weft_gemm_config_width refused a large-m width");
+        continue;
+      }
+      for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&pw, &cw, &hooks[i]);
+    }
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   weft_gemm_config_choose(&pd, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
