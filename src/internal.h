@@ -69,6 +69,8 @@ weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *fi
 /* Integer from an environment variable; def when unset. Accepts K/M/G (powers of 1024) suffixes
  * when allow_suffix. Returns false (and leaves *out = def) when the value does not parse. */
 bool weft_env_u64(const char *name, uint64_t def, bool allow_suffix, uint64_t *out);
+/* Whether an environment variable is set to exactly `value` ("1" for the on/off switches). */
+bool weft_env_is(const char *name, const char *value);
 /* Parses "123", "4K", "2M", "1G" into bytes; false if malformed. */
 bool weft_parse_size(const char *s, uint64_t *out);
 

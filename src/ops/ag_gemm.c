@@ -83,8 +83,10 @@ typedef struct ag_gemm_args {
   void *c;
 } ag_gemm_args_t;
 
-static weft_status_t ag_gemm_enqueue(weft_comm_t *comm, const ag_gemm_args_t *x,
-                                     const weft_ops_plan_t *plan, CUstream stream) {
+/* One call as `plan` (a weft_ops_run_t: the autotuner's trials call it too). */
+static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
+                                 CUstream stream) {
+  const ag_gemm_args_t *x = ctx;
   const weft_gemm_problem_t *p = x->p;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world);
   if (p->n == 0 || p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
@@ -94,11 +96,6 @@ static weft_status_t ag_gemm_enqueue(weft_comm_t *comm, const ag_gemm_args_t *x,
   WEFT_CHECK(weft_allgather(comm, x->a, x->ag, bytes, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO,
                             (weft_stream_t)stream));
   return weft_gemm_launch(comm, p, NULL, NULL, x->ag, x->b, x->c, stream);
-}
-
-static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
-                                 CUstream stream) {
-  return ag_gemm_enqueue(comm, ctx, plan, stream);
 }
 
 weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, const void *b,
@@ -136,5 +133,5 @@ weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, c
   ag_gemm_args_t x = {&p, m, mine, ag, b, c};
   weft_ops_plan_t plan;
   WEFT_CHECK(weft_ops_plan(comm, algo, "ag_gemm", &p, algos, 2, 0, ag_gemm_run, &x, (CUstream)stream, &plan));
-  return ag_gemm_enqueue(comm, &x, &plan, (CUstream)stream);
+  return ag_gemm_run(comm, &x, &plan, (CUstream)stream);
 }

@@ -445,19 +445,29 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "%d stages and %d bytes)",
                     cfg->stages, cfg->bm, cfg->bn, weft_gemm_smem_bytes(cfg), WEFT_GEMM_MAX_STAGES,
                     WEFT_GEMM_MAX_SMEM);
+  if (!cfg->splitk && !c_takes_tma(p))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
+                    "(splitk) writes such C", p->ldc);
+  long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0;
+  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0; /* the fused scatter's */
+  if (peer_stride && cfg->splitk)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
+  if (peer_stride && (!h->notify_sys || ranks < 1 || ranks * seg != p->m))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
+                    "segment's %d rows", p->m, seg);
   struct weft_gemm_kernel *g;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g));
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
   int cs = cluster_size(cfg), clustered = k_clustered(cfg);
+  /* (after gemm_resolve: a cluster reduction it turned into the workspace one needs it) */
   if (ks > 1 && !clustered && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
                  tiles_m * tiles_n > o->gemm_ws_counters))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
                     tiles_m, tiles_n, o->gemm_ws_floats);
-  if (!cfg->splitk && !c_takes_tma(p))
-    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
-                    "(splitk) writes such C", p->ldc);
 
   CUtensorMap ta, tb, tc;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
@@ -467,18 +477,9 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       (uint32_t)(cfg->bn / cfg->cluster), 0, 0));
   else
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK, 0, 0));
-  long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0;
   if (cfg->splitk) {
-    if (peer_stride)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                      "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
     tc = ta; /* unused */
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
-    int seg = h->notify_rows, ranks = seg > 0 ? p->m / seg : 0;
-    if (!h->notify_sys || ranks < 1 || ranks * seg != p->m)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                      "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
-                      "segment's %d rows", p->m, seg);
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
                       p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
   } else {

@@ -123,6 +123,8 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
  * returns at least this. */
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);
 struct weft_ops_plan;
+/* One weft_gemm_rs call of a checked problem as `plan`, with comm's context current (its callers
+ * made it so); weft_gemm_ar's copy-engine form runs it too. */
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
                                    const void *b, void *c, void *workspace,
                                    const struct weft_ops_plan *plan, CUstream stream);

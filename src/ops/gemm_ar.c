@@ -134,13 +134,16 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
-/* One call of a checked problem as `plan`. */
-static weft_status_t gemm_ar_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                     const void *b, void *c, void *workspace,
-                                     const weft_ops_plan_t *plan, CUstream stream) {
+/* One call of a checked problem as `plan` (a weft_ops_run_t: the autotuner's trials call it
+ * too), with comm's context current. */
+static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
+                                 CUstream stream) {
+  const weft_gemm_rs_call_t *x = ctx;
+  const weft_gemm_problem_t *p = x->p;
+  const void *a = x->a, *b = x->b;
+  void *c = x->c, *workspace = x->workspace;
   int world = comm->local_world;
   size_t count = (size_t)p->m * (size_t)p->n, seg = count / (size_t)world, es = weft_dtype_size(p->out);
-  WEFT_CHECK(weft_comm_make_current(comm));
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
@@ -153,12 +156,6 @@ static weft_status_t gemm_ar_enqueue(weft_comm_t *comm, const weft_gemm_problem_
   weft_ops_plan_t rs = {WEFT_ALGO_COPY_ENGINE, plan->bn, 0};
   WEFT_CHECK(weft_gemm_rs_enqueue(comm, p, a, b, mine, workspace, &rs, stream));
   return weft_allgather(comm, mine, c, seg * es, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, (weft_stream_t)stream);
-}
-
-static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
-                                 CUstream stream) {
-  const weft_gemm_rs_call_t *x = ctx;
-  return gemm_ar_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
 }
 
 weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
@@ -180,5 +177,5 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   weft_ops_plan_t plan;
   WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, all + !even, 3 - !even, 1, gemm_ar_run, &x,
                            (CUstream)stream, &plan));
-  return gemm_ar_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
+  return gemm_ar_run(comm, &x, &plan, (CUstream)stream);
 }

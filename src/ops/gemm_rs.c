@@ -250,7 +250,6 @@ weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t 
                                    const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
-  WEFT_CHECK(weft_comm_make_current(comm));
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   int done = 0;

@@ -91,6 +91,8 @@ void weft_alltoall_destroy(weft_comm_t *comm);
  * everything so far on stream (fork), and stream continues after everything on side stream 0
  * (join). */
 weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream);
+weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
+
 /* How one call of an overlapped op runs: AUTO (the heuristics), an algorithm the caller named,
  * or the autotuner's pick among the op's candidates (weft_ops_plan). */
 typedef struct weft_ops_plan {
@@ -133,7 +135,6 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
   if (algo != WEFT_ALGO_AUTO) return algo;
   return rows >= WEFT_OVERLAP_MIN_ROWS && world > 1 ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
 }
-weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
 
 /* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
  * that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x tile_n,

@@ -255,10 +255,8 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   if (!timeout_ms) weft_env_u64("WEFT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false, &timeout_ms);
   if (!timeout_ms) timeout_ms = DEFAULT_TIMEOUT_MS;
   comm->timeout_ns = timeout_ms * 1000000ull;
-  const char *tune = getenv("WEFT_AUTOTUNE");
-  comm->autotune = tune && !strcmp(tune, "1");
-  const char *share = getenv("WEFT_SHARE_GPUS");
-  comm->share_gpus = share && !strcmp(share, "1");
+  comm->autotune = weft_env_is("WEFT_AUTOTUNE", "1");
+  comm->share_gpus = weft_env_is("WEFT_SHARE_GPUS", "1");
   if (comm->share_gpus)
     WEFT_WARN("WEFT_SHARE_GPUS=1: ranks may share a GPU (for tests on machines with fewer GPUs "
               "than ranks); their kernels take turns, so timings mean nothing");

@@ -145,6 +145,11 @@ bool weft_parse_size(const char *s, uint64_t *out) {
   return true;
 }
 
+bool weft_env_is(const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v && !strcmp(v, value);
+}
+
 bool weft_env_u64(const char *name, uint64_t def, bool allow_suffix, uint64_t *out) {
   *out = def;
   const char *s = getenv(name);

@@ -5,23 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int env_is(const char *name, const char *value) {
-  const char *v = getenv(name);
-  return v && !strcmp(v, value);
-}
-
 int weft_multicast_allowed(char *why, size_t why_size) {
   static const struct { const char *name, *value; } vetoes[] = {
       {"NCCL_NVLS_ENABLE", "0"},
       {"NVSHMEM_DISABLE_NVLS", "1"},
       {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
   };
-  if (!env_is("WEFT_ENABLE_MULTICAST", "1")) {
+  if (!weft_env_is("WEFT_ENABLE_MULTICAST", "1")) {
     snprintf(why, why_size, "WEFT_ENABLE_MULTICAST is not 1");
     return 0;
   }
   for (size_t i = 0; i < sizeof vetoes / sizeof vetoes[0]; i++)
-    if (env_is(vetoes[i].name, vetoes[i].value)) {
+    if (weft_env_is(vetoes[i].name, vetoes[i].value)) {
       snprintf(why, why_size, "%s=%s forbids NVLink multicast on this machine", vetoes[i].name,
                vetoes[i].value);
       return 0;
