@@ -87,7 +87,7 @@ struct Cfg {
   int splitk = 0, ks = 1;  /* split-K kernel, number of splits */
   int arows = 0;           /* rows of A per stage (0: BM; decode: WEFT_GEMM_A_ROWS) */
   int table = 0;           /* 0 device grouped order, 1 Hilbert table */
-  int wait = 0, notify = 0, defer = 0;
+  int wait = 0, notify = 0;
   int grid = 0;            /* 0: all co-resident CTAs */
   int lcl = 0;             /* LCL=n: launch in clusters of n CTAs although the kernel has none */
   int mnswap = 0;          /* debug: swap LBO/SBO of N-major B */
@@ -105,7 +105,7 @@ static std::string cfg_str(const Cfg &c) {
   char b[256];
   snprintf(b, sizeof b, "BM=%d,BN=%d,ST=%d,CL=%d,EPI=%d,G=%d,KS=%d%s%s%s%s", c.bm, c.bn, c.stages,
            c.cluster, c.epi, c.group, c.splitk ? c.ks : 0, c.table ? ",TABLE=1" : "",
-           c.wait ? ",WAIT=1" : "", c.notify ? (c.defer ? ",NOTIFY=DEFER" : ",NOTIFY=1") : "",
+           c.wait ? ",WAIT=1" : "", c.notify ? ",NOTIFY=1" : "",
            c.mnswap ? ",MNSWAP=1" : "");
   std::string r = b;
   if (c.arows) r += ",AR=" + std::to_string(c.arows);
@@ -140,7 +140,6 @@ static void parse_cfg(Cfg &c, const char *s) {
     else if (k == "TABLE") c.table = v;
     else if (k == "WAIT") c.wait = v;
     else if (k == "NOTIFY") c.notify = v;
-    else if (k == "DEFER") c.defer = v;
     else if (k == "GRID") c.grid = v;
     else if (k == "LCL") c.lcl = v;
     else if (k == "MNSWAP") c.mnswap = v;
@@ -234,7 +233,7 @@ static std::vector<std::string> defines(const Cfg &c, const Prob &p) {
   D("BM", c.bm) D("BN", c.bn) D("A_ROWS", c.arows ? c.arows : c.bm) D("STAGES", c.stages) D("DTYPE_IN", p.din) D("OUT", p.dout)
   D("B_KMAJOR", p.bkmajor) D("CLUSTER_M", c.cluster) D("GROUP", c.group) D("EPI_BUFS", c.epi)
   D("ORDER_TABLE", c.table) D("HOOK_WAIT", c.wait) D("HOOK_NOTIFY", c.notify)
-  D("NOTIFY_DEFER", c.defer) D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
+  D("SPLITK", c.splitk) D("MN_SWAP", c.mnswap) D("TIMEOUT_PRINTF", c.timeout_printf)
 #undef D
   for (size_t i = 0; i < c.extra.size();) {
     size_t e = c.extra.find(' ', i);
@@ -950,7 +949,8 @@ static void suite_hooks(void) {
     inst_alloc(I, p);
     Cfg c = choose_config(p), h = c, hd = c;
     h.wait = h.notify = 1;
-    hd.wait = hd.notify = hd.defer = 1;
+    hd.wait = hd.notify = 1;
+    hd.extra += "-DWEFT_GEMM_NOTIFY_SYS=1 "; /* the overlapped ops' scope */
     size_t n = (size_t)p.M * p.N;
     Kern *k = get_kernel(c, p, false), *kh = get_kernel(h, p, false),
          *khd = get_kernel(hd, p, false);
@@ -981,7 +981,7 @@ static void suite_hooks(void) {
       CK(cudaMemcpy(got.data(), I.notif, I.n_notif * 8, cudaMemcpyDeviceToHost));
       bool cnt_ok = want == got;
       printf("  hooks %dx%dx%d %s: outputs differ in %llu words, notify counters %s\n", p.M, p.N,
-             p.K, v ? "deferred" : "immediate", nd, cnt_ok ? "exact" : "WRONG");
+             p.K, v ? "sys scope" : "gpu scope", nd, cnt_ok ? "exact" : "WRONG");
       if (nd || !cnt_ok) g_fail++;
     }
     if (p.M >= 4096) {
@@ -994,7 +994,7 @@ static void suite_hooks(void) {
       rs[1].cfg = h;
       rs[1].blas = false;
       rs[1].k = kh;
-      rs[2].name = "weft+hooks(deferred notify)";
+      rs[2].name = "weft+hooks(sys-scope notify)";
       rs[2].cfg = hd;
       rs[2].blas = false;
       rs[2].k = khd;
@@ -1005,14 +1005,14 @@ static void suite_hooks(void) {
       double t0 = median(rs[0].ms), t1 = median(rs[1].ms), t2 = median(rs[2].ms),
              tb = median(rs[3].ms);
       double fl = 2.0 * p.M * p.N * p.K;
-      printf("  hooks %dx%dx%d: weft %.1f TFLOP/s | +wait+notify %.1f (%+.2f%%) | +wait+deferred "
+      printf("  hooks %dx%dx%d: weft %.1f TFLOP/s | +wait+notify %.1f (%+.2f%%) | +wait+sys-scope "
              "notify %.1f (%+.2f%%) | cublas %.1f\n",
              p.M, p.N, p.K, fl / t0 / 1e9, fl / t1 / 1e9, (t1 / t0 - 1) * 100, fl / t2 / 1e9,
              (t2 / t0 - 1) * 100, fl / tb / 1e9);
       if (g_json)
         fprintf(g_json,
                 "{\"tag\":\"hooks\",\"M\":%d,\"N\":%d,\"K\":%d,\"us\":%.3f,\"us_hooks\":%.3f,"
-                "\"us_hooks_deferred\":%.3f,\"us_cublas\":%.3f}\n",
+                "\"us_hooks_sys\":%.3f,\"us_cublas\":%.3f}\n",
                 p.M, p.N, p.K, t0 * 1e3, t1 * 1e3, t2 * 1e3, tb * 1e3);
     }
     inst_free(I);
@@ -1114,8 +1114,8 @@ static void suite_largesweep(void) {
   }
 }
 
-/* What each hook costs with its signals already set: the wait, the notify (made by the notifier
- * warps) immediate and deferred, gpu and sys scope. Shapes: those where the hooks cost most on
+/* What each hook costs with its signals already set: the wait, the notify (made by the storer
+ * threads) at gpu and sys scope, and both. Shapes: those where the hooks cost most on
  * H100 (few k-blocks per tile, or 128-column tiles), and 8192^3. */
 static void suite_hookcost(void) {
   /* each with the tile the library's wave estimate picks for it */
@@ -1123,9 +1123,8 @@ static void suite_hookcost(void) {
       {8192, 2752, 4096, "BN=128,ST=6"}, {8192, 1792, 4096, "BN=128,ST=6"},
       {8192, 4096, 1376, "BN=256,ST=4"}, {8192, 4096, 1792, "BN=256,ST=4"},
       {8192, 8192, 3584, "BN=256,ST=4"}, {8192, 8192, 8192, "BN=256,ST=4"}};
-  static const char *hooks[] = {"WAIT=1", "NOTIFY=1", "NOTIFY=1,DEFER=1",
-                                "NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1",
-                                "WAIT=1,NOTIFY=1,DEFER=1,X_NOTIFY_SYS=1"};
+  static const char *hooks[] = {"WAIT=1", "NOTIFY=1", "NOTIFY=1,X_NOTIFY_SYS=1",
+                                "WAIT=1,NOTIFY=1,X_NOTIFY_SYS=1"};
   for (auto &s : shapes) {
     Prob p = {s.m, s.n, s.k, DT_BF16, DT_BF16, 1};
     std::vector<Cfg> cs(1, choose_config(p));
