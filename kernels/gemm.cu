@@ -77,6 +77,16 @@
  *                        order, so the same bits, as the workspace reduction) and stores them.
  *                        No workspace, no counters, no grid-wide fence on the tail. Needs
  *                        CLUSTER_M = 1, CLUSTER_K <= WG_N / 8, no HOOK_NOTIFY.
+ *   WEFT_GEMM_TAIL       [0] 1 (TMA-store epilogue, no SPLITK): the last tail_tiles (param 21)
+ *                        cluster tiles of the order are split along K into k_splits (param 17)
+ *                        work items each, so that the grid's last, partly filled wave runs a
+ *                        1/k_splits share of them on k_splits times the SMs (the data-parallel
+ *                        + split tail form of stream-K). Each split's CTA writes its partial to
+ *                        the workspace and adds 1 to the tile's counter; the last to arrive sums
+ *                        the partials in split order (deterministic), then stores and notifies
+ *                        as an unsplit tile does. The others store nothing (with the storers a
+ *                        skip round tells theirs so). Counters and workspace slots are per tail
+ *                        tile: slot = tail position * CLUSTER_M + CTA rank.
  *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
@@ -107,10 +117,14 @@
  *                                       one per BN/2-col half). Sub-tiles wholly past M add 0.
  *  14  int notify_rows_per_counter
  *  15  float *splitk_ws                 SPLITK: k_splits * ceil(M/BM)*BM * ceil(N/BN)*BN floats
- *                                       (whole tiles, in the accumulators' layout)
- *  16  unsigned int *splitk_counters    SPLITK: ceil(M/BM) * ceil(N/BN) u32, zero before the
- *                                       first launch (the kernel leaves them zero again)
- *  17  int k_splits                     SPLITK: 2 <= k_splits <= ceil(K/64); 1 otherwise
+ *                                       (whole tiles, in the accumulators' layout); TAIL:
+ *                                       tail_tiles * CLUSTER_M * k_splits * BM * BN floats
+ *  16  unsigned int *splitk_counters    SPLITK: ceil(M/BM) * ceil(N/BN) u32; TAIL: tail_tiles *
+ *                                       CLUSTER_M; zero before the first launch (the kernel
+ *                                       leaves them zero again)
+ *  17  int k_splits                     SPLITK: 2 <= k_splits <= ceil(K/64); TAIL with
+ *                                       tail_tiles > 0: the tail's splits, 2..ceil(K/64); 1
+ *                                       otherwise
  *  18  weft_device_error_t *error       HOOK_WAIT: the runtime's host-mapped error record
  *                                       (weft/state.h; weft_state.error), or NULL. A timed-out
  *                                       wait writes status TIMEOUT, op "gemm tile <t>",
@@ -120,6 +134,8 @@
  *                                       store takes its stride from tm_c instead
  *  20  long long peer_stride            SCATTER: bytes from one rank's copy of a symmetric
  *                                       buffer to the next rank's in this address space
+ *  21  int tail_tiles                   TAIL: cluster tiles split at the end of the order (0:
+ *                                       none), fewer than the order's cluster tiles
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
@@ -148,7 +164,8 @@
  * 1024 is alignment slack; must be <= 232448).
  * Every cluster strides over work items p = cluster_id, cluster_id + num_clusters, ... with
  * ceil(ceil(M/BM)/CLUSTER_M) * ceil(N/BN) * k_splits work items (no k_splits factor with
- * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile).
+ * CLUSTER_K > 1: a cluster's CTAs are the splits of its tile; with TAIL, k_splits items for each
+ * of the last tail_tiles cluster tiles, one for each other).
  *
  * Configurations: the launcher's heuristic (src/ops/gemm.c, weft_gemm_config_choose; measured
  * on H100, dev/gemm/NOTES.md) picks them. Large M: BM=128, BN 256 / 192 / 128 by wave
@@ -211,6 +228,9 @@
 #endif
 #ifndef WEFT_GEMM_CLUSTER_K
 #define WEFT_GEMM_CLUSTER_K 1
+#endif
+#ifndef WEFT_GEMM_TAIL
+#define WEFT_GEMM_TAIL 0
 #endif
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
@@ -281,6 +301,9 @@
 #endif
 #if WEFT_GEMM_SCATTER && (!WEFT_GEMM_HOOK_NOTIFY || !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_SPLITK)
 #error "WEFT_GEMM_SCATTER needs HOOK_NOTIFY, NOTIFY_SYS and the TMA-store epilogue (no SPLITK)"
+#endif
+#if WEFT_GEMM_TAIL && WEFT_GEMM_SPLITK
+#error "WEFT_GEMM_TAIL splits the TMA-store kernel's last wave; SPLITK splits every tile"
 #endif
 #if WEFT_GEMM_CLUSTER_M == 2 && WEFT_GEMM_BM == 64 && WEFT_GEMM_BN / 2 > 128
 #error "2x1 clusters with BM=64 take BN up to 256"
@@ -366,6 +389,15 @@ __device__ __forceinline__ void weft_gemm_st_async_v4(u32 addr, u32 cta, u32 bar
                "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [ra], {%3, %4, %5, %6}, [rb];\n}\n" ::"r"(addr),
                "r"(cta), "r"(bar), "f"(x), "f"(y), "f"(z), "f"(w)
                : "memory");
+}
+
+__device__ __forceinline__ u32 weft_gemm_ld_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void weft_gemm_st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ void weft_gemm_mbar_arrive(u32 bar) {
@@ -645,22 +677,37 @@ typedef struct weft_gemm_work {
   int tile;       /* row-major index of this CTA's tile (tm * tiles_n + tn), split-K counters */
   int kb0, kb1;   /* k-blocks [kb0, kb1) of 64 */
   int split;
+  int splits;     /* the tile's splits (TAIL: 1, or k_splits for a tail tile) */
+  int slot;       /* TAIL: the tail tile's counter and workspace slot */
 } weft_gemm_work_t;
 
 __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N, int K,
                                                                    const int *order_table,
                                                                    int rotate_m, int k_splits,
-                                                                   int cta_rank) {
+                                                                   int first_tail, int cta_rank) {
   weft_gemm_work_t w;
   int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN;
-  int mn = p, s = 0;
+  int mn = p, s = 0, splits = 1;
+  w.slot = 0;
 #if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K > 1
   s = cta_rank; /* the cluster's CTAs are the tile's splits */
-  k_splits = WEFT_GEMM_CLUSTER_K;
+  splits = WEFT_GEMM_CLUSTER_K;
 #elif WEFT_GEMM_SPLITK
   mn = p / k_splits;
   s = p - mn * k_splits;
+  splits = k_splits;
+#elif WEFT_GEMM_TAIL
+  /* the whole tiles first, then k_splits items for each tail tile from item first_tail on
+   * (computed once by the caller: the TMA thread has 40 registers) */
+  if (p >= first_tail) {
+    const int q = p - first_tail, t = q / k_splits;
+    mn = first_tail + t;
+    s = q - t * k_splits;
+    splits = k_splits;
+    w.slot = t * WEFT_GEMM_CLUSTER_M + (WEFT_GEMM_CLUSTER_M > 1 ? cta_rank : 0);
+  }
 #endif
+  (void)first_tail;
   int ctm, tn;
 #if WEFT_GEMM_ORDER_TABLE
   int code = order_table[mn];
@@ -678,25 +725,21 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   w.n0 = tn * WEFT_GEMM_BN;
   w.tile = tm * tiles_n + tn;
   int nkb = (K + WEFT_GEMM_BK - 1) / WEFT_GEMM_BK;
-#if WEFT_GEMM_SPLITK
   /* 32-bit where the products fit (any k below 2.9M): the 64-bit divisions were a call each,
    * on the producer's path to its first load (as is every division: none for one split) */
-  if (k_splits == 1) {
+  if (splits == 1) {
     w.kb0 = 0;
     w.kb1 = nkb;
   } else if (nkb < 46341) {
-    w.kb0 = (int)((unsigned)(s * nkb) / (unsigned)k_splits);
-    w.kb1 = (int)((unsigned)((s + 1) * nkb) / (unsigned)k_splits);
+    w.kb0 = (int)((unsigned)(s * nkb) / (unsigned)splits);
+    w.kb1 = (int)((unsigned)((s + 1) * nkb) / (unsigned)splits);
   } else {
-    w.kb0 = (int)((long long)s * nkb / k_splits);
-    w.kb1 = (int)((long long)(s + 1) * nkb / k_splits);
+    w.kb0 = (int)((long long)s * nkb / splits);
+    w.kb1 = (int)((long long)(s + 1) * nkb / splits);
   }
-#else
   (void)k_splits;
-  w.kb0 = 0;
-  w.kb1 = nkb;
-#endif
   w.split = s;
+  w.splits = splits;
   return w;
 }
 
@@ -753,7 +796,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               const int *order_table, int order_rotate_m, const u64 *wait_signals,
               int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
-              int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride) {
+              int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride,
+              int tail_tiles) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
@@ -782,6 +826,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   volatile int *flag =
       (volatile int *)(weft_gemm_dyn_smem + (flag_addr - weft_gemm_smem(weft_gemm_dyn_smem)));
 #endif
+#if WEFT_GEMM_TAIL
+  /* after the storers' 32 bytes of the aux room: the last-split flag, and each consumer
+   * warpgroup's skip word for its storer */
+  volatile int *tail_flag =
+      (volatile int *)(weft_gemm_dyn_smem + (aux + 32 - weft_gemm_smem(weft_gemm_dyn_smem)));
+#if WEFT_GEMM_STORERS
+  const u32 tail_skip = aux + 36; /* + 4 * cw (a shared address: the storer has 40 registers) */
+#endif
+#endif
 
   const int tid = threadIdx.x;
   const int wg = tid / 128;
@@ -796,9 +849,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
 #if WEFT_GEMM_SPLITK && WEFT_GEMM_CLUSTER_K == 1
   const int num_work = ctiles_m * tiles_n * k_splits;
+#elif WEFT_GEMM_TAIL
+  const int num_work = ctiles_m * tiles_n + tail_tiles * (k_splits - 1);
 #else
   const int num_work = ctiles_m * tiles_n;
 #endif
+  /* the first tail tile's item (TAIL; see weft_gemm_decode) */
+  const int first_tail = ctiles_m * tiles_n - (WEFT_GEMM_TAIL ? tail_tiles : 0);
+  (void)tail_tiles;
 
   if (tid == 0) {
     /* the maps' first use otherwise waits for their fetch from parameter space */
@@ -860,7 +918,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       u32 seq = 0;
       for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
-                                              cta_rank);
+                                              first_tail, cta_rank);
         if (w.m0 < M) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
@@ -885,7 +943,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
       for (int p = cluster_id; p < num_work; p += num_clusters) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
-                                              cta_rank);
+                                              first_tail, cta_rank);
 #if WEFT_GEMM_HOOK_WAIT
         /* the waiter (thread 96) has read this tile's signals; then tell it to go on to the next */
         weft_gemm_mbar_wait(wait_bar, wait_seq & 1); /* .acquire.cta */
@@ -973,7 +1031,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       u32 st_seq = 0;
       for (int p = cluster_id; p < num_work; p += num_clusters) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
-                                              cta_rank);
+                                              first_tail, cta_rank);
         if (!(w.m0 + row_off < M && w.n0 + col_off < N)) continue;
         const int row = w.m0 + row_off;
 #if WEFT_GEMM_SCATTER
@@ -981,9 +1039,22 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int q0 = row / notify_rows_per_counter;
         const int q1 = (row + 63 < M ? row + 63 : M - 1) / notify_rows_per_counter;
 #endif
+        int skipped = 0;
 #pragma unroll 1
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++, st_seq++) {
           weft_gemm_mbar_wait(st_full, st_seq & 1); /* .acquire.cta */
+#if WEFT_GEMM_TAIL
+          /* a split of a tail tile that another CTA completes: one skip round, no stores, no
+           * notify (the word is reset before the boxes are handed back: the consumer writes it
+           * again only after its next wait for them) */
+          if (round == 0 && weft_gemm_ld_shared_u32(tail_skip + 4 * cw)) {
+            weft_gemm_st_shared_u32(tail_skip + 4 * cw, 0);
+            weft_gemm_mbar_arrive(st_free);
+            st_seq++;
+            skipped = 1;
+            break;
+          }
+#endif
 #pragma unroll
           for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
             const int col = w.n0 + col_off + (round * WEFT_GEMM_EPI_BUFS + bi) * WEFT_GEMM_BOX_COLS;
@@ -999,6 +1070,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           weft_gemm_bulk_wait_read0();
           weft_gemm_mbar_arrive(st_free); /* the boxes may be written again */
         }
+        if (skipped) continue;
         /* the stored sub-tile must be complete in global memory before the release */
         weft_gemm_bulk_wait0();
         asm volatile("fence.proxy.async.global;" ::: "memory");
@@ -1033,7 +1105,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     for (int p = cluster_id; p < num_work; p += num_clusters) {
       weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
-                                            cta_rank);
+                                            first_tail, cta_rank);
       int prev = -1;
       for (int kb = w.kb0; kb < w.kb1; kb++) {
         weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
@@ -1240,12 +1312,74 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       {
         (void)c;
         (void)ldc;
+        int last = 1;
+#if WEFT_GEMM_TAIL
+        /* A split of a tail tile (see WEFT_GEMM_TAIL). The partial goes to the workspace in the
+         * accumulators' layout, float4 [slot][split][cw][v][wtid] (16-byte, coalesced), then the
+         * counter; the last split to arrive reads every partial back in split order into the
+         * accumulators (so the sum does not depend on which came last) and stores the tile. */
+        if (w.splits > 1 && w.m0 < M) {
+          const int nv = WEFT_GEMM_NV;
+          const u64 split_stride = 2 * nv * 128; /* float4s */
+          float4 *ws = (float4 *)splitk_ws + (u64)w.slot * w.splits * split_stride + (u64)cw * nv * 128 + wtid;
+#pragma unroll
+          for (int v = 0; v < nv; v++)
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ws + w.split * split_stride + v * 128),
+                         "f"(d[4 * v]), "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
+                         : "memory");
+          __threadfence();
+          weft_gemm_named_sync(4, 256);
+          if (tid == 128) {
+            u32 old;
+            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                         : "=r"(old)
+                         : "l"(splitk_counters + w.slot)
+                         : "memory");
+            const int is_last = old == (u32)(w.splits - 1);
+            if (is_last) splitk_counters[w.slot] = 0; /* ready for the next launch */
+            *tail_flag = is_last;
+          }
+          weft_gemm_named_sync(4, 256);
+          last = *tail_flag;
+          if (last) {
+            __threadfence();
+            /* d = partial 0 + partial 1 + ... (in place: 8 float4 loads in flight beside the
+             * accumulators; a select of the first split's value spilled) */
+#pragma unroll 1
+            for (int sp = 0; sp < w.splits; sp++) {
+              const float4 *q = ws + sp * split_stride;
+#pragma unroll
+              for (int v0 = 0; v0 < nv; v0 += 8) {
+                float4 x[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) x[i] = weft_gemm_ld_cg_v4(q + (v0 + i) * 128);
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                  float *o = d + 4 * (v0 + i);
+                  if (sp == 0) o[0] = 0.f, o[1] = 0.f, o[2] = 0.f, o[3] = 0.f;
+                  o[0] += x[i].x, o[1] += x[i].y, o[2] += x[i].z, o[3] += x[i].w;
+                }
+              }
+            }
+          }
+        }
+#else
         (void)splitk_ws;
         (void)splitk_counters;
+#endif
         const u32 stg = sC + cw * (WEFT_GEMM_EPI_BUFS * 8192);
         /* a sub-tile wholly past M or N (cluster peer past M; BM=64's second half past N) is
          * not stored; the condition is uniform over the warpgroup */
-        const int store = w.m0 + row_off < M && w.n0 + col_off < N;
+        const int exists = w.m0 + row_off < M && w.n0 + col_off < N;
+        const int store = exists && last;
+#if WEFT_GEMM_TAIL && WEFT_GEMM_STORERS
+        if (exists && !last) { /* the storer's skip round (see the storers) */
+          weft_gemm_mbar_wait(st_free, (st_seq & 1) ^ 1);
+          if (wtid == 0) weft_gemm_st_shared_u32(tail_skip + 4 * cw, 1);
+          weft_gemm_mbar_arrive(st_full); /* .release.cta: after the word's write (thread 0) */
+          st_seq++;
+        }
+#endif
         if (store)
 #pragma unroll
         for (int round = 0; round < WEFT_GEMM_EPI_BOXES / WEFT_GEMM_EPI_BUFS; round++) {

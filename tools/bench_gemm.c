@@ -66,7 +66,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -85,6 +85,7 @@ static void parse_config(const char *s, weft_gemm_config_t *c) {
     else if (!strcmp(key, "KS")) c->splitk = 1, c->k_splits = v;
     else if (!strcmp(key, "KC")) c->splitk_cluster = v;
     else if (!strcmp(key, "AR")) c->a_rows = v;
+    else if (!strcmp(key, "TS")) c->tail_splits = v;
     else usage();
     s += used;
     if (*s != ',') break;

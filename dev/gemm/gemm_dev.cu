@@ -609,9 +609,10 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   int M = p.M, N = p.N, K = p.K;
   weft_device_error_t *err = g_err_dev;
   long long ldc = N, peer_stride = 0;
+  int tail = 0; /* the split tail (WEFT_GEMM_TAIL) is measured through weft-bench gemm (TS=) */
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
                   &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
-                  &peer_stride};
+                  &peer_stride, &tail};
   CUlaunchConfig lc;
   memset(&lc, 0, sizeof lc);
   CUlaunchAttribute at[1];

@@ -48,6 +48,37 @@ static int k_clustered(const weft_gemm_config_t *c) {
   return c->splitk && c->splitk_cluster && c->k_splits > 1;
 }
 
+/* Whether the kernel splits its last wave's tiles (WEFT_GEMM_TAIL). */
+static int tail_split(const weft_gemm_config_t *c) { return !c->splitk && c->tail_splits > 1; }
+
+/* The split tail of a grid of `clusters` clusters over `work` cluster tiles of nkb k-blocks: the
+ * cluster tiles of the last, partly filled wave (*tiles) and their splits (*splits), at most
+ * max_splits, one item per cluster at most, 8 k-blocks a split at least, and within the workspace
+ * (floats per split tile, tiles a cluster tile). 0 tiles and 1 split where none pays. */
+static void tail_plan(long long work, long long clusters, long long nkb, int max_splits,
+                      long long split_floats, int cluster_tiles, size_t ws_floats, int ws_counters,
+                      int *tiles, int *splits) {
+  long long t = work % clusters, s = t ? clusters / t : 0;
+  if (s > max_splits) s = max_splits;
+  if (s > nkb / 8) s = nkb / 8;
+  while (s > 1 && (size_t)(t * cluster_tiles * s * split_floats) > ws_floats) s--;
+  if (s < 2 || t * cluster_tiles > ws_counters) t = 0, s = 1;
+  *tiles = (int)t, *splits = (int)s;
+}
+
+int weft_gemm_tail(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, int clusters,
+                   size_t ws_floats, int ws_counters, int *splits) {
+  int tiles = 0;
+  *splits = 1;
+  if (tail_split(c) && clusters > 0) {
+    long long work = (long long)(((p->m + c->bm - 1) / c->bm + c->cluster - 1) / c->cluster) *
+                     ((p->n + c->bn - 1) / c->bn);
+    tail_plan(work, clusters, (p->k + GEMM_BK - 1) / GEMM_BK, c->tail_splits,
+              (long long)c->bm * c->bn, c->cluster, ws_floats, ws_counters, &tiles, splits);
+  }
+  return tiles;
+}
+
 /* The CTAs of a cluster: 2 along M, or a tile's splits. */
 static int cluster_size(const weft_gemm_config_t *c) {
   return c->cluster * (k_clustered(c) ? c->k_splits : 1);
@@ -118,6 +149,10 @@ static const struct gemm_width {
   double cost;
 } gemm_widths[] = {{256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
 #define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
+/* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
+ * counter, the last split's reads) estimated at 4 k-blocks of the tile's time */
+#define GEMM_TAIL_SPLITS 4
+#define GEMM_TAIL_KB 4
 
 /* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
  * (WG_N * outsize / 128); the stages fit shared memory. */
@@ -211,20 +246,27 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
      * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
      * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
-     * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster. */
+     * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster.
+     * A last wave under half full has its tiles split along k (the split tail): it counts as
+     * 1/splits of a wave plus GEMM_TAIL_KB k-blocks for the partials' round trip. */
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
+    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     double best = 0;
+    c->tail_splits = GEMM_TAIL_SPLITS;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
       if (!p->b_kmajor && w->bn % 128) continue;
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
-      double t = (double)((units + clusters - 1) / clusters) * w->bn * w->cost;
+      int tt, ts;
+      tail_plan(units, clusters, nkb, c->tail_splits, 128LL * w->bn, 2, ws_floats, ws_counters, &tt, &ts);
+      double last = tt ? (double)(nkb / ts + GEMM_TAIL_KB) / (double)nkb : units % clusters ? 1 : 0;
+      double t = ((double)(units / clusters) + (last < 1 ? last : 1)) * w->bn * w->cost;
       if (best == 0 || t < best) best = t, c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     }
     c->bm = 128;
     c->cluster = 2;
   }
-  if (!c_takes_tma(p)) c->splitk = 1; /* direct store, k_splits as chosen */
+  if (!c_takes_tma(p)) c->splitk = 1, c->tail_splits = 0; /* direct store, k_splits as chosen */
   config_fit(p, c);
 }
 
@@ -261,6 +303,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
   GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
   GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
+  if (tail_split(c)) GEMM_DEFINE("TAIL", 1);
   if (h && h->order_table) GEMM_DEFINE("ORDER_TABLE", 1);
   if (h && h->wait_signals) GEMM_DEFINE("HOOK_WAIT", 1);
   if (h && h->notify_counters) {
@@ -279,6 +322,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
   memset(k, 0, sizeof *k);
   k->cfg = *c;
   if (!k_clustered(c)) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
+  k->cfg.tail_splits = tail_split(c);        /* the split count too */
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
@@ -491,8 +535,11 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
   int clusters = h && h->sms ? h->sms / cs : g->max_clusters;
   if (clusters > g->max_clusters) clusters = g->max_clusters;
-  if (clusters > work) clusters = work;
   if (clusters < 1) clusters = 1;
+  /* a split tail: the kernel's k_splits are the tail's */
+  int tail_ks, tail = weft_gemm_tail(p, cfg, clusters, o->gemm_ws_floats, o->gemm_ws_counters, &tail_ks);
+  if (tail) work += tail * (tail_ks - 1), ks = tail_ks;
+  if (clusters > work) clusters = work;
 
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   lc.grid[0] = (unsigned)(clusters * cs);
@@ -513,7 +560,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   void *err = (void *)(uintptr_t)comm->error_dev;
   long long ldc = p->ldc;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
-                  &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride};
+                  &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride,
+                  &tail};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

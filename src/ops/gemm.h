@@ -32,6 +32,10 @@ typedef struct weft_gemm_config {
    * (WEFT_GEMM_CLUSTER_K); weft_gemm_launch takes the workspace instead under a notify hook */
   int splitk_cluster;
   int a_rows;   /* rows of A per stage: 0 = bm; 8, 16 or 32 for m <= a_rows (WEFT_GEMM_A_ROWS) */
+  /* TMA-store kernels (no splitk): at most this many k-splits for each cluster tile of the
+   * grid's last, partly filled wave (WEFT_GEMM_TAIL; the launch picks the count from the
+   * grid, the workspace and k); 0 or 1: no split tail */
+  int tail_splits;
 } weft_gemm_config_t;
 
 /* The overlap hooks. A NULL pointer leaves its hook compiled out. */
@@ -84,6 +88,13 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cf
 #define WEFT_GEMM_MAX_SMEM 232448
 #define WEFT_GEMM_MAX_STAGES 16 /* kernels/gemm.cu: the ring of mbarriers */
 size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
+
+/* The split tail of a launch of cfg on `clusters` clusters (kernels/gemm.cu, WEFT_GEMM_TAIL):
+ * the cluster tiles of the grid's last, partly filled wave that are split along k (0: none;
+ * cfg->tail_splits, the workspace and 8 k-blocks a split bound it) and their split count in
+ * *splits (1 with none). */
+int weft_gemm_tail(const weft_gemm_problem_t *p, const weft_gemm_config_t *cfg, int clusters,
+                   size_t ws_floats, int ws_counters, int *splits);
 
 /* Rows of a fused-scatter slot (weft_gemm_hooks_t.scatter_stride) for segments of seg rows: the
  * 64-row blocks a segment touches, at most. */

@@ -69,6 +69,21 @@ static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t 
   int os = p->out == WEFT_DTYPE_FP32 ? 4 : 2;
   if ((p->ldc * os % 16 || p->n * os % 16) && !c->splitk) fail(what);
   if (c->cluster != 1 && c->cluster != 2) fail(what);
+  /* the split tail is the TMA-store kernel's (large m), at most the launch's 4 splits */
+  if (c->tail_splits > 1 && (c->splitk || c->bm != 128 || c->tail_splits > 4)) fail(what);
+  /* the launch's split tail on every budget: one item per cluster at most, inside the workspace,
+   * 8 k-blocks a split at least, the tail tiles those of the last, partly filled wave */
+  for (int clusters = 1; clusters <= sms / c->cluster; clusters++) {
+    int splits, t = weft_gemm_tail(p, c, clusters, ws_floats, ws_counters, &splits);
+    long long work = (long long)(((p->m + c->bm - 1) / c->bm + c->cluster - 1) / c->cluster) *
+                     ((p->n + c->bn - 1) / c->bn);
+    if (t == 0 ? splits != 1
+               : splits < 2 || splits > c->tail_splits || (long long)t * splits > clusters ||
+                     t != work % clusters || (p->k + 63) / 64 / splits < 8 ||
+                     (size_t)t * c->cluster * splits * c->bm * c->bn > ws_floats ||
+                     t * c->cluster > ws_counters)
+      fail(what);
+  }
   /* a cluster reduction: 2..8 splits, each owning at least one column group, no 2x1 cluster */
   int wg_n = c->bm == 128 ? c->bn : c->bn / 2;
   if (c->splitk_cluster && c->k_splits > 1 &&

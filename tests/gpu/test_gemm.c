@@ -278,6 +278,49 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   teardown(&x);
 }
 
+/* The split tail (kernels/gemm.cu, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
+ * filled wave split along k, the last split to arrive summing the partials in split order. On
+ * the largest SM budget up to max_sms that splits p's tail: against the float64 reference,
+ * twice bit-identical (the counters reset themselves), and unsplit (tail_splits 0) against the
+ * reference too. (The hooks with a split tail: hooks_identical, whose 1000x1000 GEMM splits.) */
+static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  int sms = max_sms, tiles = 0, splits = 1;
+  for (; sms >= 2 * cfg.cluster && !tiles; sms -= cfg.cluster)
+    tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
+                           comm->ops.gemm_ws_counters, &splits);
+  sms += cfg.cluster;
+  cases++;
+  if (!tiles) {
+    failures++;
+    printf("FAIL tail: m %d n %d k %d splits no tail on any SM budget (update the test)\n", p->m,
+           p->n, p->k);
+    return;
+  }
+  buffers_t x;
+  setup(&x, p);
+  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
+  weft_gemm_hooks_t budget = {.sms = sms};
+  char what[96];
+  snprintf(what, sizeof what, "tail of %d cluster tiles in %d splits on %d SMs (%dx%d tiles)", tiles,
+           splits, sms, cfg.bm, cfg.bn);
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
+  check(&x, what);
+  void *want = download(&x);
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
+  same_bits(&x, want, "split tail again");
+  weft_gemm_config_t whole = cfg;
+  whole.tail_splits = 0;
+  poison(&x);
+  OK(weft_gemm_launch(comm, p, &whole, &budget, a, b, c, s));
+  check(&x, "the same tiles unsplit");
+  free(want);
+  teardown(&x);
+}
+
 /* Two GEMMs (a decode split-K one and a large one) captured into a graph and replayed. */
 static void graph(void) {
   buffers_t x[2];
@@ -424,6 +467,16 @@ int main(int argc, char **argv) {
     cluster_reduction(&cp, 5, 0, 0);
     cp = problem(100, 1000, 8192, 8, 8, 0, B, F, 1);
     cluster_reduction(&cp, 8, 128, 128);
+    /* split tails: a cluster's second tile past m (15 tile-rows), [k, n] B with fp16 and fp32
+     * C, padded strides; DESIGN.md's 8192x1376x4096 on the whole GPU (the heuristic splits its
+     * last wave where 66 2x1 clusters fit) */
+    hp = problem(1900, 1376, 2048, 0, 0, 0, B, B, 1);
+    tail_split(&hp, 40);
+    hp = problem(1000 + (int)(test_rand(&rng) % 300), 8 * (100 + (int)(test_rand(&rng) % 80)),
+                 8 * (128 + (int)(test_rand(&rng) % 100)), 8, 0, 4, H, F, 0);
+    tail_split(&hp, 64);
+    hp = problem(8192, 1376, 4096, 0, 0, 0, B, B, 1);
+    tail_split(&hp, comm->ops.sms);
     graph();
     bad_config(&big);
   }
