@@ -881,6 +881,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     weft_gemm_mbar_init(red_full, 1);
     weft_gemm_mbar_init(red_empty, 2 * (WEFT_GEMM_CLUSTER_K - 1));
 #endif
+#if WEFT_GEMM_TAIL && WEFT_GEMM_STORERS
+    /* the storers read their skip words before any skip round could have set them */
+    weft_gemm_st_shared_u32(tail_skip, 0);
+    weft_gemm_st_shared_u32(tail_skip + 4, 0);
+#endif
 #if WEFT_GEMM_HOOK_WAIT
     weft_gemm_mbar_init(wait_bar, 1);     /* ready: the waiter saw the tile's signals */
     weft_gemm_mbar_init(wait_bar + 8, 1); /* taken: the producer passed that tile */

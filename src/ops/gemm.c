@@ -17,6 +17,11 @@
 
 #define GEMM_THREADS 384 /* one producer and two consumer warpgroups */
 #define GEMM_BK 64
+/* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
+ * counter, the last split's reads: 8-9 us on H100) costs about 11 k-blocks of a 256-column tile,
+ * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
+#define GEMM_TAIL_SPLITS 4
+#define GEMM_TAIL_COST (11 * 256)
 
 /* What makes a specialisation (kernel_key fills it; compared whole, padding zeroed): the
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
@@ -51,18 +56,19 @@ static int k_clustered(const weft_gemm_config_t *c) {
 /* Whether the kernel splits its last wave's tiles (WEFT_GEMM_TAIL). */
 static int tail_split(const weft_gemm_config_t *c) { return !c->splitk && c->tail_splits > 1; }
 
-/* The split tail of a grid of `clusters` clusters over `work` cluster tiles of nkb k-blocks: the
- * cluster tiles of the last, partly filled wave (*tiles) and their splits (*splits), at most
- * max_splits, one item per cluster at most, 8 k-blocks a split at least, and within the workspace
- * (floats per split tile, tiles a cluster tile). 0 tiles and 1 split where none pays. */
-static void tail_plan(long long work, long long clusters, long long nkb, int max_splits,
+/* The split tail of a grid of `clusters` clusters over `work` cluster tiles of nkb k-blocks and
+ * bn columns: the cluster tiles of the last, partly filled wave (*tiles) and their splits
+ * (*splits), at most max_splits, one item per cluster at most, 8 k-blocks a split at least, and
+ * within the workspace (floats per split tile, tiles a cluster tile); only where the k-blocks the
+ * last wave no longer waits for outweigh the partials' round trip. 0 tiles, 1 split otherwise. */
+static void tail_plan(long long work, long long clusters, long long nkb, int bn, int max_splits,
                       long long split_floats, int cluster_tiles, size_t ws_floats, int ws_counters,
                       int *tiles, int *splits) {
   long long t = work % clusters, s = t ? clusters / t : 0;
   if (s > max_splits) s = max_splits;
   if (s > nkb / 8) s = nkb / 8;
   while (s > 1 && (size_t)(t * cluster_tiles * s * split_floats) > ws_floats) s--;
-  if (s < 2 || t * cluster_tiles > ws_counters) t = 0, s = 1;
+  if (s < 2 || t * cluster_tiles > ws_counters || (nkb - nkb / s) * bn <= GEMM_TAIL_COST) t = 0, s = 1;
   *tiles = (int)t, *splits = (int)s;
 }
 
@@ -73,7 +79,7 @@ int weft_gemm_tail(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, in
   if (tail_split(c) && clusters > 0) {
     long long work = (long long)(((p->m + c->bm - 1) / c->bm + c->cluster - 1) / c->cluster) *
                      ((p->n + c->bn - 1) / c->bn);
-    tail_plan(work, clusters, (p->k + GEMM_BK - 1) / GEMM_BK, c->tail_splits,
+    tail_plan(work, clusters, (p->k + GEMM_BK - 1) / GEMM_BK, c->bn, c->tail_splits,
               (long long)c->bm * c->bn, c->cluster, ws_floats, ws_counters, &tiles, splits);
   }
   return tiles;
@@ -149,10 +155,6 @@ static const struct gemm_width {
   double cost;
 } gemm_widths[] = {{256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
 #define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
-/* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
- * counter, the last split's reads) estimated at 4 k-blocks of the tile's time */
-#define GEMM_TAIL_SPLITS 4
-#define GEMM_TAIL_KB 4
 
 /* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
  * (WG_N * outsize / 128); the stages fit shared memory. */
@@ -247,22 +249,19 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
      * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
      * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster.
-     * A last wave under half full has its tiles split along k (the split tail): it counts as
-     * 1/splits of a wave plus GEMM_TAIL_KB k-blocks for the partials' round trip. */
+     * The launch may split the last wave's tiles along k (the split tail, weft_gemm_tail); the
+     * width is chosen without it (counted in, it picked wider tiles than the wave model at
+     * k = 4096 and 8192, which measured 1-6% slower: 8192x1376x4096, 8192x3696x8192). */
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
-    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     double best = 0;
-    c->tail_splits = GEMM_TAIL_SPLITS;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
       if (!p->b_kmajor && w->bn % 128) continue;
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
-      int tt, ts;
-      tail_plan(units, clusters, nkb, c->tail_splits, 128LL * w->bn, 2, ws_floats, ws_counters, &tt, &ts);
-      double last = tt ? (double)(nkb / ts + GEMM_TAIL_KB) / (double)nkb : units % clusters ? 1 : 0;
-      double t = ((double)(units / clusters) + (last < 1 ? last : 1)) * w->bn * w->cost;
+      double t = (double)((units + clusters - 1) / clusters) * w->bn * w->cost;
       if (best == 0 || t < best) best = t, c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     }
+    c->tail_splits = GEMM_TAIL_SPLITS;
     c->bm = 128;
     c->cluster = 2;
   }

@@ -123,17 +123,23 @@ static void one(const weft_gemm_problem_t *p, const char *what) {
   teardown(&x);
 }
 
-/* Hooks on (waits already satisfied, notifies counted) against hooks off, and split-K twice. */
-static void hooks_identical(const weft_gemm_problem_t *p) {
+/* Hooks on (waits already satisfied, notifies counted) against hooks off, and split-K twice;
+ * on an SM budget of `sms` (0: none), which may split the last wave (tail_split). */
+static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
   buffers_t x;
   setup(&x, p);
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  weft_gemm_hooks_t budget = {.sms = sms};
   poison(&x);
-  run_gemm(&x);
+  if (sms)
+    OK(weft_gemm_launch(comm, p, &cfg, &budget, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
+                        (void *)(uintptr_t)x.c, s));
+  else
+    run_gemm(&x);
   check(&x, "plain");
   void *want = download(&x);
 
-  weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
   int rows = 128, nsig = (p->m + rows - 1) / rows;
   CUdeviceptr sig, ctr;
   CU(cuMemAlloc(&sig, (size_t)nsig * 8));
@@ -144,7 +150,7 @@ static void hooks_identical(const weft_gemm_problem_t *p) {
   CU(cuMemsetD8(ctr, 0, (size_t)nsig * 8));
   weft_gemm_hooks_t hooks = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = rows,
                              .wait_expected = 5, .notify_counters = (uint64_t *)(uintptr_t)ctr,
-                             .notify_rows = rows, .notify_sys = 1};
+                             .notify_rows = rows, .notify_sys = 1, .sms = sms};
   poison(&x);
   OK(weft_gemm_launch(comm, p, &cfg, &hooks, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
                       (void *)(uintptr_t)x.c, s));
@@ -170,7 +176,11 @@ static void hooks_identical(const weft_gemm_problem_t *p) {
   if (bad) failures++;
   printf("%s notify counts (%d counters, %d wrong)\n", bad ? "FAIL" : "ok  ", nsig, bad);
   poison(&x);
-  run_gemm(&x);
+  if (sms)
+    OK(weft_gemm_launch(comm, p, &cfg, &budget, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
+                        (void *)(uintptr_t)x.c, s));
+  else
+    run_gemm(&x);
   same_bits(&x, want, "second plain call (split-K determinism)");
   free(want);
   free(h);
@@ -281,8 +291,9 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
 /* The split tail (kernels/gemm.cu, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
  * filled wave split along k, the last split to arrive summing the partials in split order. On
  * the largest SM budget up to max_sms that splits p's tail: against the float64 reference,
- * twice bit-identical (the counters reset themselves), and unsplit (tail_splits 0) against the
- * reference too. (The hooks with a split tail: hooks_identical, whose 1000x1000 GEMM splits.) */
+ * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
+ * reference too, and with the wait and notify hooks (hooks_identical: the storers' skip rounds,
+ * each sub-tile notified once). */
 static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
@@ -319,6 +330,7 @@ static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   check(&x, "the same tiles unsplit");
   free(want);
   teardown(&x);
+  hooks_identical(p, sms);
 }
 
 /* Two GEMMs (a decode split-K one and a large one) captured into a graph and replayed. */
@@ -445,9 +457,9 @@ int main(int argc, char **argv) {
     one(&zero, "k=0");
 
     weft_gemm_problem_t hp = problem(1000, 1000, 1024, 0, 0, 0, B, B, 1);
-    hooks_identical(&hp);
+    hooks_identical(&hp, 0);
     hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
-    hooks_identical(&hp);
+    hooks_identical(&hp, 0);
     /* the fused scatter: segments of whole sub-tiles; of 200 rows (sub-tiles straddle two); of
      * 40 rows (a sub-tile spans three); padded C rows, both layouts, 16-bit and fp32 C */
     hp = problem(2048, 768, 256, 0, 0, 0, B, B, 1);
@@ -468,12 +480,11 @@ int main(int argc, char **argv) {
     cp = problem(100, 1000, 8192, 8, 8, 0, B, F, 1);
     cluster_reduction(&cp, 8, 128, 128);
     /* split tails: a cluster's second tile past m (15 tile-rows), [k, n] B with fp16 and fp32
-     * C, padded strides; DESIGN.md's 8192x1376x4096 on the whole GPU (the heuristic splits its
-     * last wave where 66 2x1 clusters fit) */
+     * C, padded strides; one of DESIGN.md's shapes */
     hp = problem(1900, 1376, 2048, 0, 0, 0, B, B, 1);
     tail_split(&hp, 40);
     hp = problem(1000 + (int)(test_rand(&rng) % 300), 8 * (100 + (int)(test_rand(&rng) % 80)),
-                 8 * (128 + (int)(test_rand(&rng) % 100)), 8, 0, 4, H, F, 0);
+                 8 * (256 + (int)(test_rand(&rng) % 100)), 8, 0, 4, H, F, 0);
     tail_split(&hp, 64);
     hp = problem(8192, 1376, 4096, 0, 0, 0, B, B, 1);
     tail_split(&hp, comm->ops.sms);
