@@ -35,8 +35,9 @@ struct weft_gemm_kernel {
   struct weft_module *module;
   struct weft_kernel *kernel;
   int max_clusters; /* co-resident clusters: the persistent grid */
-  /* a cluster reduction's kernel: the workspace reduction of the same splits, once looked up */
-  struct weft_gemm_kernel *workspace;
+  /* a cluster reduction's kernel: the workspace reduction of the same splits, once looked up;
+   * a whole-tile kernel's: the split-tail one (WEFT_GEMM_TAIL), once a launch splits its tail */
+  struct weft_gemm_kernel *workspace, *tail;
   struct weft_gemm_kernel *next;
 };
 
@@ -403,10 +404,39 @@ out:
  * becomes the workspace reduction of the same splits (the same sums) under a notify hook, whose
  * contract (+1 per stored sub-tile) is the workspace reduction's, and where the GPCs cannot hold
  * all of its clusters at once (clusters of 3 CTAs on an H100 ran a second wave: 1.2x the time). */
+/* The clusters a launch of g runs: the SM budget's, at most the co-resident ones. */
+static int grid_clusters(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
+                         const struct weft_gemm_kernel *g) {
+  int clusters = h && h->sms ? h->sms / cluster_size(c) : g->max_clusters;
+  if (clusters > g->max_clusters) clusters = g->max_clusters;
+  return clusters < 1 ? 1 : clusters;
+}
+
+/* The kernel for a launch of *cfg with hooks h, and the configuration it runs (*cfg becomes tmp
+ * where it differs): a cluster reduction that cannot run as one takes the workspace; a split
+ * tail only where this launch splits one (weft_gemm_tail), else the whole-tile kernel, whose
+ * producer thread the tail's decode slowed on 128-column tiles with hooks (H100: wait +2-3%). */
 static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                   const weft_gemm_config_t **cfg, const weft_gemm_hooks_t *h,
                                   weft_gemm_config_t *tmp, struct weft_gemm_kernel **g) {
   const weft_gemm_config_t *c = *cfg;
+  if (tail_split(c)) {
+    *tmp = *c, tmp->tail_splits = 0;
+    WEFT_CHECK(gemm_kernel(comm, p, tmp, h, g));
+    int splits;
+    if (!weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
+                        comm->ops.gemm_ws_counters, &splits)) {
+      *cfg = tmp;
+      return WEFT_STATUS_SUCCESS;
+    }
+    struct weft_gemm_kernel *t = __atomic_load_n(&(*g)->tail, __ATOMIC_ACQUIRE);
+    if (!t) {
+      WEFT_CHECK(gemm_kernel(comm, p, c, h, &t));
+      __atomic_store_n(&(*g)->tail, t, __ATOMIC_RELEASE);
+    }
+    *g = t;
+    return WEFT_STATUS_SUCCESS;
+  }
   int clustered = k_clustered(c);
   if (clustered && h && h->notify_counters) {
     *tmp = *c, tmp->splitk_cluster = 0, c = tmp, clustered = 0;
@@ -532,10 +562,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
   /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
   int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
-  int clusters = h && h->sms ? h->sms / cs : g->max_clusters;
-  if (clusters > g->max_clusters) clusters = g->max_clusters;
-  if (clusters < 1) clusters = 1;
-  /* a split tail: the kernel's k_splits are the tail's */
+  int clusters = grid_clusters(cfg, h, g);
+  /* a split tail (g is its kernel, gemm_resolve): the kernel's k_splits are the tail's */
   int tail_ks, tail = weft_gemm_tail(p, cfg, clusters, o->gemm_ws_floats, o->gemm_ws_counters, &tail_ks);
   if (tail) work += tail * (tail_ks - 1), ks = tail_ks;
   if (clusters > work) clusters = work;

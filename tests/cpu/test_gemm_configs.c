@@ -17,7 +17,7 @@
 #include "jit/jit.h"
 #include "ops/gemm.h"
 
-#define MAX_SPECS 512
+#define MAX_SPECS 1024
 
 static struct spec {
   char opts[WEFT_GEMM_MAX_OPTIONS][48];
@@ -34,7 +34,7 @@ static void fail(const char *what) {
   printf("FAIL %s\n", what);
 }
 
-static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+static void add_one(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
   struct spec s;
   memset(&s, 0, sizeof s);
   const char *ptrs[WEFT_GEMM_MAX_OPTIONS];
@@ -50,6 +50,17 @@ static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const
   snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p->m, p->n,
            p->k, p->ldc, (int)p->in, (int)p->out, p->b_kmajor ? "NK" : "KN");
   specs[nspecs++] = s;
+}
+
+/* A configuration's kernels: with a split tail, also the whole-tile one (the launch takes it
+ * where it splits none). */
+static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+  add_one(p, c, h);
+  if (c->tail_splits > 1) {
+    weft_gemm_config_t whole = *c;
+    whole.tail_splits = 0;
+    add_one(p, &whole, h);
+  }
 }
 
 /* The heuristic's rules that a compile does not catch (the kernel's #errors catch the rest). */
