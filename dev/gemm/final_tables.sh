@@ -9,9 +9,9 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 out=${OUT:-gpu-logs}; mkdir -p "$out"; date -u > $out/date.txt; nvidia-smi -L >> $out/date.txt
 (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > $out/build.log 2>&1 || { tail -20 $out/build.log; exit 1; }
 part=${PART:-all}
+W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 if [ $part != decode ]; then
 timeout 200 ctest --test-dir build -R "gpu_test_gemm" --output-on-failure > $out/ctest.log 2>&1; echo "ctest rc=$?" > $out/summary.txt
-W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 timeout 250 $W -J $out/gemm.json > $out/gemm.log 2>&1; echo "gemm rc=$?" >> $out/summary.txt
 timeout 150 $W --hooks -n 15 -J $out/hooks.json > $out/hooks.log 2>&1; echo "hooks rc=$?" >> $out/summary.txt
 grep -E "Test +#|tests passed" $out/ctest.log; echo; grep -v "^#  rank" $out/gemm.log | cut -c1-90 | grep -E "^ +8192|lowest"; grep -v "^#  rank" $out/hooks.log | tail -23 | cut -c60-
