@@ -247,21 +247,33 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   } else {
     /* Large m: 128-row tiles in 2x1 clusters, as wide as wave quantisation allows. A persistent
      * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
-     * estimate is waves x width x a per-width cost (narrower tiles reuse less of what they load:
-     * 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where it chose the
-     * fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128 per cluster.
-     * The launch may split the last wave's tiles along k (the split tail, weft_gemm_tail); the
-     * width is chosen without it (counted in, it picked wider tiles than the wave model at
-     * k = 4096 and 8192, which measured 1-6% slower: 8192x1376x4096, 8192x3696x8192). */
+     * estimate is waves x k-blocks x width x a per-width cost (narrower tiles reuse less of what
+     * they load: 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where
+     * it chose the fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128
+     * per cluster. The launch may split the last wave's tiles along k (the split tail,
+     * weft_gemm_tail: that wave's share of the k-blocks plus GEMM_TAIL_COST). A width that only
+     * the tail makes best is taken where the estimate gains 4% or more: its error between widths
+     * was -6% to +4% (H100, same runs: 8192x2752x4096 on 256 columns with the tail -6.2% against
+     * 128 whole, predicted -4.8%; 8192x1792x4096 +4.2%, predicted -0.1%; 8192x3696x8192 and
+     * 8192x7392x8192 +0.1-0.2%, predicted -3.1% and -1.4%). */
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
-    double best = 0;
+    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
+    double whole = 0, split = 0;
+    int whole_i = 0, split_i = 0;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
       if (!p->b_kmajor && w->bn % 128) continue;
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
-      double t = (double)((units + clusters - 1) / clusters) * w->bn * w->cost;
-      if (best == 0 || t < best) best = t, c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
+      double t = (double)((units + clusters - 1) / clusters * nkb) * w->bn * w->cost, ts = t;
+      int tiles, splits;
+      tail_plan(units, clusters, nkb, w->bn, GEMM_TAIL_SPLITS, 128LL * w->bn, 2, ws_floats,
+                ws_counters, &tiles, &splits);
+      if (tiles) ts = (double)(units / clusters * nkb + nkb / splits) * w->bn * w->cost + GEMM_TAIL_COST;
+      if (whole == 0 || t < whole) whole = t, whole_i = i;
+      if (split == 0 || ts < split) split = ts, split_i = i;
     }
+    const struct gemm_width *w = &gemm_widths[split < 0.96 * whole ? split_i : whole_i];
+    c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     c->tail_splits = GEMM_TAIL_SPLITS;
     c->bm = 128;
     c->cluster = 2;
