@@ -242,8 +242,11 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     /* Split tiles stream faster through a shorter ring (H100, graphs, cold, same run, 80 decode
      * shapes: 8 stages against 13-16: 64x2752x4096 0.888x -> 0.965x, 1x3584x4096 0.928x ->
      * 0.977x, 16x2752x4096 1.03x -> 1.14x, none slower beyond the noise; 10 stages about the
-     * same, 6 worse). Unsplit tiles keep as many as fit (128x3584x4096 at 7 stages: -12%). */
-    c->stages = ks > 1 ? 8 : WEFT_GEMM_MAX_STAGES;
+     * same, 6 worse). Unsplit tiles keep as many as fit (128x3584x4096 at 7 stages: -12%),
+     * except two 64-row tile rows over at most 28 k-blocks: 10 stages (H100, graphs, cold, two
+     * runs: 128x4096x1376 -1.9% and -2.0%, 128x4096x1792 -1.8% and -1.2%; 128x4096x2752 +0.2%,
+     * 128x3584x4096 +3.6%, 64x4096x1376 (one tile row) +3.0%). */
+    c->stages = ks > 1 ? 8 : c->bm == 64 && p->m > 64 && nkb <= 28 ? 10 : WEFT_GEMM_MAX_STAGES;
   } else {
     /* Large m: 128-row tiles in 2x1 clusters, as wide as wave quantisation allows. A persistent
      * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
