@@ -392,9 +392,10 @@ typedef enum weft_gemm_layout {
  * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
  * Decode shapes (m <= 128) may split k over the SMs. The splits of a tile reduce inside one
  * thread-block cluster, through shared memory, when they are 2, 4 or 8 and the GPU holds all
- * the clusters at once; otherwise through a workspace of the communicator. So GEMMs of one
- * communicator that may run at the same time (on different streams) must not both be small-m
- * ones; give each concurrent stream its own communicator, as with a cuBLAS handle. */
+ * the clusters at once; otherwise through a workspace of the communicator. Large shapes may
+ * split the tiles of their last, partly filled wave of thread blocks along k too, through the
+ * same workspace. So GEMMs of one communicator must not run at the same time (on different
+ * streams); give each concurrent stream its own communicator, as with a cuBLAS handle. */
 WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  void *c, int ldc, int m, int n, int k, weft_dtype_t in,
                                  weft_dtype_t out, weft_gemm_layout_t layout,

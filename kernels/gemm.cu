@@ -170,7 +170,7 @@
  *
  * Configurations: the launcher's heuristic (src/ops/gemm.c, weft_gemm_config_choose; measured
  * on H100, dev/gemm/NOTES.md) picks them. Large M: BM=128, BN 256 / 192 / 128 by wave
- * quantisation, CLUSTER_M=2. Decode (M <= 128): BM=64 or 128 tiles, SPLITK with k_splits from the
+ * quantisation, CLUSTER_M=2, TAIL where the launch splits a last wave under half full. Decode (M <= 128): BM=64 or 128 tiles, SPLITK with k_splits from the
  * SM count (2, 4 or 8 as a cluster reduction), A_ROWS for M <= 32, as many stages as fit.
  * Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
  * ptxas (CUDA 13.0 NVRTC): 168 registers at entry, no spills, no local memory, no
