@@ -170,8 +170,9 @@
  *
  * Configurations: the launcher's heuristic (src/ops/gemm.c, weft_gemm_config_choose; measured
  * on H100, dev/gemm/NOTES.md) picks them. Large M: BM=128, BN 256 / 192 / 128 by wave
- * quantisation, CLUSTER_M=2, TAIL where the launch splits a last wave under half full. Decode (M <= 128): BM=64 or 128 tiles, SPLITK with k_splits from the
- * SM count (2, 4 or 8 as a cluster reduction), A_ROWS for M <= 32, as many stages as fit.
+ * quantisation, CLUSTER_M=2, TAIL where the launch splits a last wave under half full. Decode
+ * (M <= 128): BM=64 or 128 tiles, SPLITK with k_splits from the SM count (2, 4 or 8 as a
+ * cluster reduction), A_ROWS for M <= 32, 8 to 16 stages.
  * Every wait/notify/table/SM-budget variant is the same kernel with the hook defines on.
  * ptxas (CUDA 13.0 NVRTC): 168 registers at entry, no spills, no local memory, no
  * C7508/C7510/C7511/C7515 for every configuration the heuristic picks.
@@ -1377,10 +1378,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (w.splits > 1 && w.m0 < M) {
           const int nv = WEFT_GEMM_NV;
           const u64 split_stride = 2 * nv * 128; /* float4s */
-          float4 *ws = (float4 *)splitk_ws + (u64)w.slot * w.splits * split_stride + (u64)cw * nv * 128 + wtid;
+          float4 *ws = (float4 *)splitk_ws + (u64)w.slot * w.splits * split_stride +
+                       (u64)cw * nv * 128 + wtid;
+          float4 *mine = ws + w.split * split_stride;
 #pragma unroll
           for (int v = 0; v < nv; v++)
-            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ws + w.split * split_stride + v * 128),
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + v * 128),
                          "f"(d[4 * v]), "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
                          : "memory");
           __threadfence();

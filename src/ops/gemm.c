@@ -415,10 +415,6 @@ out:
   return st;
 }
 
-/* The configuration that runs (*cfg, or *tmp) and its loaded kernel. A cluster reduction
- * becomes the workspace reduction of the same splits (the same sums) under a notify hook, whose
- * contract (+1 per stored sub-tile) is the workspace reduction's, and where the GPCs cannot hold
- * all of its clusters at once (clusters of 3 CTAs on an H100 ran a second wave: 1.2x the time). */
 /* The clusters a launch of g runs: the SM budget's, at most the co-resident ones. */
 static int grid_clusters(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
                          const struct weft_gemm_kernel *g) {
@@ -427,10 +423,13 @@ static int grid_clusters(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h
   return clusters < 1 ? 1 : clusters;
 }
 
-/* The kernel for a launch of *cfg with hooks h, and the configuration it runs (*cfg becomes tmp
- * where it differs): a cluster reduction that cannot run as one takes the workspace; a split
- * tail only where this launch splits one (weft_gemm_tail), else the whole-tile kernel, whose
- * producer thread the tail's decode slowed on 128-column tiles with hooks (H100: wait +2-3%). */
+/* The configuration that runs (*cfg, or *tmp) and its loaded kernel. A split-tail
+ * configuration runs the split-tail kernel only where this launch splits a tail (weft_gemm_tail),
+ * else the whole-tile kernel: the tail's decode slowed the producer thread of 128-column tiles
+ * with hooks (H100: wait +2-3%). A cluster reduction becomes the workspace reduction of the same
+ * splits (the same sums) under a notify hook, whose contract (+1 per stored sub-tile) is the
+ * workspace reduction's, and where the GPCs cannot hold all of its clusters at once (clusters of
+ * 3 CTAs on an H100 ran a second wave: 1.2x the time). */
 static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                   const weft_gemm_config_t **cfg, const weft_gemm_hooks_t *h,
                                   weft_gemm_config_t *tmp, struct weft_gemm_kernel **g) {
