@@ -8,7 +8,7 @@
  * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
  * with the overlap hooks compiled in and their signals already set (wait; notify after each
  * sub-tile's store, released at system scope; the same at gpu scope; wait and notify), and prints
- * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2] (repeatable,
+ * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2,TS=4] (repeatable,
  * for tuning the heuristic) adds that tile configuration as a run on every shape.
  * Inputs are cold by default: consecutive calls (of every run alike) cycle through enough
  * distinct random copies of A and B to cover BENCH_GEMM_FOOTPRINT bytes, so that a shape whose

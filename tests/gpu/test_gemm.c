@@ -90,6 +90,13 @@ static void run_gemm(buffers_t *x) {
                p->b_kmajor ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN, s));
 }
 
+/* weft_gemm_launch of cfg (the launcher the public call and the overlapped ops share) with hooks
+ * h (NULL: none). */
+static void run_config(buffers_t *x, const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *h) {
+  OK(weft_gemm_launch(comm, &x->p, cfg, h, (void *)(uintptr_t)x->a, (void *)(uintptr_t)x->b,
+                      (void *)(uintptr_t)x->c, s));
+}
+
 static void *download(buffers_t *x) {
   void *h = malloc(x->c_bytes);
   OK(weft_stream_synchronize(comm, s));
@@ -132,11 +139,7 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
   weft_gemm_hooks_t budget = {.sms = sms};
   poison(&x);
-  if (sms)
-    OK(weft_gemm_launch(comm, p, &cfg, &budget, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
-                        (void *)(uintptr_t)x.c, s));
-  else
-    run_gemm(&x);
+  run_config(&x, &cfg, &budget);
   check(&x, "plain");
   void *want = download(&x);
 
@@ -152,8 +155,7 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
                              .wait_expected = 5, .notify_counters = (uint64_t *)(uintptr_t)ctr,
                              .notify_rows = rows, .notify_sys = 1, .sms = sms};
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &hooks, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
-                      (void *)(uintptr_t)x.c, s));
+  run_config(&x, &cfg, &hooks);
   same_bits(&x, want, "hooks (wait + notify)");
   /* each 64-row sub-tile stored adds 1 to the counter of its rows: per 128-row block, one per
    * sub-tile row-half inside m, per tile column (BM = 128 tiles: two halves of rows; BM = 64:
@@ -176,11 +178,7 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
   if (bad) failures++;
   printf("%s notify counts (%d counters, %d wrong)\n", bad ? "FAIL" : "ok  ", nsig, bad);
   poison(&x);
-  if (sms)
-    OK(weft_gemm_launch(comm, p, &cfg, &budget, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
-                        (void *)(uintptr_t)x.c, s));
-  else
-    run_gemm(&x);
+  run_config(&x, &cfg, &budget);
   same_bits(&x, want, "second plain call (split-K determinism)");
   free(want);
   free(h);
@@ -255,12 +253,11 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   cfg.splitk = 1, cfg.k_splits = ks, cfg.splitk_cluster = 1;
   if (bm) cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0;
   while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
-  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
   /* an SM budget keeps the cluster reduction where the GPCs cannot hold every cluster at once
    * (the launcher would take the workspace instead) */
   weft_gemm_hooks_t budget = {.sms = comm->ops.sms};
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
+  run_config(&x, &cfg, &budget);
   char what[64];
   snprintf(what, sizeof what, "cluster%d %dx%d", ks, cfg.bm, cfg.bn);
   check(&x, what);
@@ -268,7 +265,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   weft_gemm_config_t ws = cfg;
   ws.splitk_cluster = 0;
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &ws, NULL, a, b, c, s));
+  run_config(&x, &ws, NULL);
   same_bits(&x, want, "workspace reduction of the same splits");
   CUdeviceptr sig;
   int nsig = (p->m + 127) / 128;
@@ -277,11 +274,11 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   weft_gemm_hooks_t h = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
                          .wait_expected = 1, .sms = comm->ops.sms};
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
+  run_config(&x, &cfg, &h);
   same_bits(&x, want, "cluster reduction with the wait hook");
   h.sms = 2 * ks;
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &h, a, b, c, s));
+  run_config(&x, &cfg, &h);
   same_bits(&x, want, "cluster reduction on 2 clusters (many tiles each)");
   CU(cuMemFree(sig));
   free(want);
@@ -311,22 +308,21 @@ static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   }
   buffers_t x;
   setup(&x, p);
-  void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
   weft_gemm_hooks_t budget = {.sms = sms};
   char what[96];
   snprintf(what, sizeof what, "tail of %d cluster tiles in %d splits on %d SMs (%dx%d tiles)", tiles,
            splits, sms, cfg.bm, cfg.bn);
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
+  run_config(&x, &cfg, &budget);
   check(&x, what);
   void *want = download(&x);
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, &budget, a, b, c, s));
+  run_config(&x, &cfg, &budget);
   same_bits(&x, want, "split tail again");
   weft_gemm_config_t whole = cfg;
   whole.tail_splits = 0;
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &whole, &budget, a, b, c, s));
+  run_config(&x, &whole, &budget);
   check(&x, "the same tiles unsplit");
   free(want);
   teardown(&x);
@@ -390,7 +386,7 @@ static void bad_config(const weft_gemm_problem_t *p) {
     printf("FAIL bad configurations: %s\n", weft_comm_get_last_error(comm));
   }
   poison(&x);
-  OK(weft_gemm_launch(comm, p, &cfg, NULL, a, b, c, s));
+  run_config(&x, &cfg, NULL);
   check(&x, "after bad configurations");
   teardown(&x);
 }
