@@ -522,6 +522,31 @@ __device__ __forceinline__ float4 weft_gemm_ld_cg_v4(const float4 *p) {
   return v;
 }
 
+/* A split's partial tile (split-K, or a split tail): both consumer warpgroups (256 threads,
+ * named barrier 4) store their accumulators at `mine` (float4 [v][wtid] of the warpgroup's
+ * slice), then one thread adds 1 to the tile's counter (acq_rel: the partials before it, the
+ * others' after it). Returns whether this CTA is the tile's last split, and so sums the
+ * partials; it zeroes the counter for the next launch. `flag`: a shared word for the answer. */
+__device__ __forceinline__ int weft_gemm_partial_arrive(const float *d, float4 *mine, u32 *counter,
+                                                        int splits, volatile int *flag, int tid) {
+#pragma unroll
+  for (int v = 0; v < WEFT_GEMM_NV; v++)
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + v * 128), "f"(d[4 * v]),
+                 "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
+                 : "memory");
+  __threadfence();
+  weft_gemm_named_sync(4, 256);
+  if (tid == 128) {
+    u32 old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    const int is_last = old == (u32)(splits - 1);
+    if (is_last) *counter = 0;
+    *flag = is_last;
+  }
+  weft_gemm_named_sync(4, 256);
+  return *flag;
+}
+
 __device__ __forceinline__ u64 weft_gemm_globaltimer(void) {
   u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -1288,25 +1313,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const u64 tiles = (u64)tiles_m * tiles_n;
           const u64 split_stride = tiles * 2 * nv * 128; /* float4s per split */
           float4 *ws = (float4 *)splitk_ws + ((u64)w.tile * 2 + cw) * nv * 128 + wtid;
-#pragma unroll
-          for (int v = 0; v < nv; v++)
-            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ws + w.split * split_stride + v * 128),
-                         "f"(d[4 * v]), "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
-                         : "memory");
-          __threadfence();
-          weft_gemm_named_sync(4, 256);
-          if (tid == 128) {
-            u32 old;
-            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                         : "=r"(old)
-                         : "l"(splitk_counters + w.tile)
-                         : "memory");
-            const int is_last = old == (u32)(k_splits - 1);
-            if (is_last) splitk_counters[w.tile] = 0; /* ready for the next launch */
-            *flag = is_last;
-          }
-          weft_gemm_named_sync(4, 256);
-          last = *flag;
+          last = weft_gemm_partial_arrive(d, ws + w.split * split_stride, splitk_counters + w.tile,
+                                          k_splits, flag, tid);
           if (last) {
             __threadfence();
             /* The last CTA sums the splits in split order (its own read back too, so that the
@@ -1380,26 +1388,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const u64 split_stride = 2 * nv * 128; /* float4s */
           float4 *ws = (float4 *)splitk_ws + (u64)w.slot * w.splits * split_stride +
                        (u64)cw * nv * 128 + wtid;
-          float4 *mine = ws + w.split * split_stride;
-#pragma unroll
-          for (int v = 0; v < nv; v++)
-            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mine + v * 128),
-                         "f"(d[4 * v]), "f"(d[4 * v + 1]), "f"(d[4 * v + 2]), "f"(d[4 * v + 3])
-                         : "memory");
-          __threadfence();
-          weft_gemm_named_sync(4, 256);
-          if (tid == 128) {
-            u32 old;
-            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                         : "=r"(old)
-                         : "l"(splitk_counters + w.slot)
-                         : "memory");
-            const int is_last = old == (u32)(w.splits - 1);
-            if (is_last) splitk_counters[w.slot] = 0; /* ready for the next launch */
-            *tail_flag = is_last;
-          }
-          weft_gemm_named_sync(4, 256);
-          last = *tail_flag;
+          last = weft_gemm_partial_arrive(d, ws + w.split * split_stride, splitk_counters + w.slot,
+                                          w.splits, tail_flag, tid);
           if (last) {
             __threadfence();
             /* d = partial 0 + partial 1 + ... (in place: 8 float4 loads in flight beside the
