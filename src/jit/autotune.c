@@ -19,7 +19,11 @@
  *      candidates in turn (interleaved, so that clocks and temperature drift hit all alike), each
  *      a stream barrier of the ranks then TRIAL_CALLS calls between two events; a rank's time for
  *      a candidate is the median of its rounds; the all-gathered maximum over ranks (the op ends
- *      when its slowest rank does) decides; ties go to the earlier candidate;
+ *      when its slowest rank does) decides: the earliest candidate within TRIAL_MARGIN of the
+ *      fastest wins (the ops list their heuristic's plan first). Short trials of plans that close
+ *      do not order them reliably: on 2 H100s, gemm_rs 8192x16384x53248's trials gave ce 9.82 ms,
+ *      sm 9.99, seq 9.97 in one run, and another run's winner (not ce) ran 11.8 ms in weft-bench
+ *      where ce ran 10.5 (2026-11-25);
  *   4. the winner enters the table, and local rank 0 of each node writes the disk entry
  *      (temporary file renamed into place).
  * The trials run the op on the caller's buffers: outputs are overwritten by each trial and last
@@ -40,6 +44,7 @@
 
 #define TRIAL_ROUNDS 3
 #define TRIAL_CALLS 3
+#define TRIAL_MARGIN 0.03
 #define ENTRY_HEAD "weft-autotune 1"
 
 struct weft_tuned {
@@ -222,13 +227,17 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
   WEFT_CHECK_GOTO(trials(comm, n, run, ctx, stream, mine), st, out);
   WEFT_CHECK_GOTO(weft_bootstrap_allgather(comm->bootstrap, times, (size_t)n * sizeof *times), st, out);
   double best_t = 0;
-  for (int c = 0; c < n; c++) {
+  for (int c = 0; c < n; c++) { /* each candidate's slowest rank, kept in rank 0's row */
     double worst = 0;
     for (int r = 0; r < comm->world; r++)
       if (times[(size_t)r * n + c] > worst) worst = times[(size_t)r * n + c];
     if (comm->rank == 0) WEFT_INFO("autotune: %s: %-16s %.4f ms (slowest rank)", key, names[c], worst);
-    if (*best < 0 || worst < best_t) *best = c, best_t = worst;
+    times[c] = worst;
+    if (c == 0 || worst < best_t) best_t = worst;
   }
+  *best = 0;
+  while (times[*best] > best_t * (1 + TRIAL_MARGIN)) ++*best;
+  best_t = times[*best];
   /* step 4 */
   __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
   table_add(comm, full, *best);
