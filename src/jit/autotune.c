@@ -235,8 +235,8 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
     times[c] = worst;
     if (c == 0 || worst < best_t) best_t = worst;
   }
-  *best = 0;
-  while (times[*best] > best_t * (1 + TRIAL_MARGIN)) ++*best;
+  *best = 0; /* (n >= 1: the fastest itself ends the search) */
+  while (*best < n - 1 && times[*best] > best_t * (1 + TRIAL_MARGIN)) ++*best;
   best_t = times[*best];
   /* step 4 */
   __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
