@@ -184,6 +184,15 @@ out:
   return st;
 }
 
+int weft_autotune_pick(const double *times, int n) {
+  double fastest = times[0];
+  for (int c = 1; c < n; c++)
+    if (times[c] < fastest) fastest = times[c];
+  int c = 0;
+  while (c < n - 1 && times[c] > fastest * (1 + TRIAL_MARGIN)) c++;
+  return c;
+}
+
 weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *const *names, int n,
                             weft_autotune_run_t run, const void *ctx, CUstream stream, int *best) {
   *best = -1;
@@ -226,18 +235,15 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
   double *mine = times + (size_t)comm->rank * n;
   WEFT_CHECK_GOTO(trials(comm, n, run, ctx, stream, mine), st, out);
   WEFT_CHECK_GOTO(weft_bootstrap_allgather(comm->bootstrap, times, (size_t)n * sizeof *times), st, out);
-  double best_t = 0;
   for (int c = 0; c < n; c++) { /* each candidate's slowest rank, kept in rank 0's row */
     double worst = 0;
     for (int r = 0; r < comm->world; r++)
       if (times[(size_t)r * n + c] > worst) worst = times[(size_t)r * n + c];
     if (comm->rank == 0) WEFT_INFO("autotune: %s: %-16s %.4f ms (slowest rank)", key, names[c], worst);
     times[c] = worst;
-    if (c == 0 || worst < best_t) best_t = worst;
   }
-  *best = 0; /* (n >= 1: the fastest itself ends the search) */
-  while (*best < n - 1 && times[*best] > best_t * (1 + TRIAL_MARGIN)) ++*best;
-  best_t = times[*best];
+  *best = weft_autotune_pick(times, n);
+  double best_t = times[*best];
   /* step 4 */
   __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
   table_add(comm, full, *best);

@@ -127,7 +127,8 @@ bool weft_jit_cache_make_dirs(const char *path);
 typedef weft_status_t (*weft_autotune_run_t)(weft_comm_t *comm, const void *ctx, int candidate,
                                              CUstream stream);
 
-/* The distributed autotuner: the index of the fastest of the candidates names[0..n) for the op
+/* The distributed autotuner: the index of the fastest of the candidates names[0..n) (or of an
+ * earlier one within 3% of it: weft_autotune_pick) for the op
  * `key` names (op, shapes, dtypes, layout; world size, GPU and version are added), in *best, the
  * same on every rank; -1 when no decision can be made now (a rank is capturing a graph: the
  * caller takes its heuristic). Collective over the world, like the op. Decided once per key and
@@ -138,6 +139,10 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
 
 /* Frees the table (weft_comm_destroy). */
 void weft_autotune_forget(weft_comm_t *comm);
+
+/* The winner among n >= 1 candidates' times (the slowest rank's each): the earliest within 3% of
+ * the fastest (autotune.c, step 3: short trials do not order plans that close). */
+int weft_autotune_pick(const double *times, int n);
 
 /* The disk entries (<cache dir>/autotune/<sha256 of key>.txt; nothing when the cache is off):
  * the index in names[0..n) of the candidate the entry of `key` names, or -1 (no entry, an entry

@@ -4,6 +4,7 @@
  * another key, a name no longer among the candidates, a damaged entry and a missing one read as
  * -1 (so the ranks tune again instead of trusting it); a rewrite replaces the winner; with the
  * cache off nothing is written. The cache lives in a fresh temporary directory (WEFT_CACHE_DIR).
+ * And the pick among trial times (weft_autotune_pick).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -80,6 +81,12 @@ int main(void) {
   weft_autotune_entry_write(key, "sm");
   EXPECT(!only_entry(dir, path, sizeof path), "cache off: nothing written");
   EXPECT(weft_autotune_entry_read(key, names, 4) == -1, "cache off: nothing read");
+
+  /* the pick among trial times: the earliest within 3% of the fastest */
+  const double far[] = {10.5, 11.8, 9.9}, near[] = {10.1, 11.8, 9.9}, one[] = {7.0};
+  EXPECT(weft_autotune_pick(far, 3) == 2, "the fastest wins where the first is 6%% slower");
+  EXPECT(weft_autotune_pick(near, 3) == 0, "the first wins within 3%% of the fastest");
+  EXPECT(weft_autotune_pick(one, 1) == 0, "one candidate");
 
   char sub[4200];
   snprintf(sub, sizeof sub, "%s/autotune", dir);
