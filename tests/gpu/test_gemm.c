@@ -192,16 +192,18 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
  * each holding a slot (the 64-row blocks that touch a segment of m / ranks rows, the segment
  * from slot row (q * seg) % 64) and, after it, that rank's counter. The segments put back
  * together must equal the plain call's C bit for bit (padding columns untouched), and each
- * counter must count the stored 64-row sub-tiles that touch its segment. */
-static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
+ * counter must count the stored 64-row sub-tiles that touch its segment. On an SM budget of
+ * `sms` (0: none), which may split the last wave (tail_budget). */
+static void scatter_emulated(const weft_gemm_problem_t *p, int ranks, int sms) {
   buffers_t x;
   setup(&x, p);
-  poison(&x);
-  run_gemm(&x);
-  check(&x, "plain");
-  unsigned char *want = download(&x);
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  weft_gemm_hooks_t budget = {.sms = sms};
+  poison(&x);
+  run_config(&x, &cfg, &budget);
+  check(&x, "plain");
+  unsigned char *want = download(&x);
   int seg = p->m / ranks;
   size_t row = (size_t)p->ldc * out_size(p->out),
          data = ((size_t)weft_gemm_scatter_rows(seg) * row + 255) / 256 * 256, blk = data + 256;
@@ -210,7 +212,8 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   CU(cuMemsetD8(buf, 0xFF, (size_t)ranks * blk));
   for (int q = 0; q < ranks; q++) CU(cuMemsetD8(buf + q * blk + data, 0, 8));
   weft_gemm_hooks_t hooks = {.notify_counters = (uint64_t *)(uintptr_t)(buf + data),
-                             .notify_rows = seg, .notify_sys = 1, .scatter_stride = (long long)blk};
+                             .notify_rows = seg, .notify_sys = 1, .scatter_stride = (long long)blk,
+                             .sms = sms};
   OK(weft_gemm_launch(comm, p, &cfg, &hooks, (void *)(uintptr_t)x.a, (void *)(uintptr_t)x.b,
                       (void *)(uintptr_t)buf, s));
   OK(weft_stream_synchronize(comm, s));
@@ -231,9 +234,9 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks) {
   }
   cases++;
   if (!ok || bad) failures++;
-  printf("%s scatter over %d ranks (segments of %d rows, BM %d): m %d n %d k %d, C %s the plain "
-         "call's, %d counters wrong\n", ok && !bad ? "ok  " : "FAIL", ranks, seg, cfg.bm, p->m,
-         p->n, p->k, ok ? "bit-identical to" : "DIFFERS from", bad);
+  printf("%s scatter over %d ranks (segments of %d rows, BM %d, %d SMs): m %d n %d k %d, C %s the "
+         "plain call's, %d counters wrong\n", ok && !bad ? "ok  " : "FAIL", ranks, seg, cfg.bm, sms,
+         p->m, p->n, p->k, ok ? "bit-identical to" : "DIFFERS from", bad);
   free(h);
   free(got);
   free(want);
@@ -291,21 +294,27 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
  * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
  * reference too, and with the wait and notify hooks (hooks_identical: the storers' skip rounds,
  * each sub-tile notified once). */
+/* The largest SM budget up to max_sms on which the heuristic's configuration for p splits its
+ * last wave (its tail tiles and splits in *tiles, *splits); 0 (a failed check) where none does. */
+static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int *tiles, int *splits) {
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  for (int sms = max_sms; sms >= 2 * cfg.cluster; sms -= cfg.cluster)
+    if ((*tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
+                                 comm->ops.gemm_ws_counters, splits)))
+      return sms;
+  cases++;
+  failures++;
+  printf("FAIL tail: m %d n %d k %d splits no tail on any SM budget (update the test)\n", p->m,
+         p->n, p->k);
+  return 0;
+}
+
 static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   weft_gemm_config_t cfg;
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
-  int sms = max_sms, tiles = 0, splits = 1;
-  for (; sms >= 2 * cfg.cluster && !tiles; sms -= cfg.cluster)
-    tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
-                           comm->ops.gemm_ws_counters, &splits);
-  sms += cfg.cluster;
-  cases++;
-  if (!tiles) {
-    failures++;
-    printf("FAIL tail: m %d n %d k %d splits no tail on any SM budget (update the test)\n", p->m,
-           p->n, p->k);
-    return;
-  }
+  int tiles, splits, sms = tail_budget(p, max_sms, &tiles, &splits);
+  if (!sms) return;
   buffers_t x;
   setup(&x, p);
   weft_gemm_hooks_t budget = {.sms = sms};
@@ -459,11 +468,11 @@ int main(int argc, char **argv) {
     /* the fused scatter: segments of whole sub-tiles; of 200 rows (sub-tiles straddle two); of
      * 40 rows (a sub-tile spans three); padded C rows, both layouts, 16-bit and fp32 C */
     hp = problem(2048, 768, 256, 0, 0, 0, B, B, 1);
-    scatter_emulated(&hp, 2);
+    scatter_emulated(&hp, 2, 0);
     hp = problem(600, 1000, 512, 8, 0, 8, B, B, 1);
-    scatter_emulated(&hp, 3);
+    scatter_emulated(&hp, 3, 0);
     hp = problem(160, 520, 192, 0, 0, 4, H, F, 0);
-    scatter_emulated(&hp, 4);
+    scatter_emulated(&hp, 4, 0);
     /* cluster reductions: 64x64 tiles (4 column groups a warpgroup: up to 4 splits), 64x128
      * (8), 128x128 (16); odd m and n, fp32 and 16-bit C, both layouts */
     for (int ks = 2; ks <= 4; ks++) {
@@ -484,6 +493,10 @@ int main(int argc, char **argv) {
     tail_split(&hp, 64);
     hp = problem(8192, 1376, 4096, 0, 0, 0, B, B, 1);
     tail_split(&hp, comm->ops.sms);
+    /* the fused scatter on a split tail (its storers' skip rounds) */
+    hp = problem(2048, 1376, 2048, 0, 0, 0, B, B, 1);
+    int tiles, splits, sms = tail_budget(&hp, 64, &tiles, &splits);
+    if (sms) scatter_emulated(&hp, 2, sms);
     graph();
     bad_config(&big);
   }
