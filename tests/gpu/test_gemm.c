@@ -104,6 +104,21 @@ static void *download(buffers_t *x) {
   return h;
 }
 
+/* The heuristic's configuration for p on this GPU and communicator. */
+static void heuristic(const weft_gemm_problem_t *p, weft_gemm_config_t *cfg) {
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, cfg);
+}
+
+/* One checked call of cfg without hooks on an SM budget of `sms` (0: none), poisoned before;
+ * its C (download) for the bit-for-bit comparisons that follow. */
+static void *checked_call(buffers_t *x, const weft_gemm_config_t *cfg, int sms, const char *what) {
+  weft_gemm_hooks_t budget = {.sms = sms};
+  poison(x);
+  run_config(x, cfg, &budget);
+  check(x, what);
+  return download(x);
+}
+
 static void same_bits(buffers_t *x, const void *want, const char *what) {
   void *got = download(x);
   int ok = !memcmp(got, want, x->c_bytes);
@@ -136,12 +151,8 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
-  weft_gemm_hooks_t budget = {.sms = sms};
-  poison(&x);
-  run_config(&x, &cfg, &budget);
-  check(&x, "plain");
-  void *want = download(&x);
+  heuristic(p, &cfg);
+  void *want = checked_call(&x, &cfg, sms, "plain");
 
   int rows = 128, nsig = (p->m + rows - 1) / rows;
   CUdeviceptr sig, ctr;
@@ -177,6 +188,7 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
   cases++;
   if (bad) failures++;
   printf("%s notify counts (%d counters, %d wrong)\n", bad ? "FAIL" : "ok  ", nsig, bad);
+  weft_gemm_hooks_t budget = {.sms = sms};
   poison(&x);
   run_config(&x, &cfg, &budget);
   same_bits(&x, want, "second plain call (split-K determinism)");
@@ -198,12 +210,8 @@ static void scatter_emulated(const weft_gemm_problem_t *p, int ranks, int sms) {
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
-  weft_gemm_hooks_t budget = {.sms = sms};
-  poison(&x);
-  run_config(&x, &cfg, &budget);
-  check(&x, "plain");
-  unsigned char *want = download(&x);
+  heuristic(p, &cfg);
+  unsigned char *want = checked_call(&x, &cfg, sms, "plain");
   int seg = p->m / ranks;
   size_t row = (size_t)p->ldc * out_size(p->out),
          data = ((size_t)weft_gemm_scatter_rows(seg) * row + 255) / 256 * 256, blk = data + 256;
@@ -252,7 +260,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  heuristic(p, &cfg);
   cfg.splitk = 1, cfg.k_splits = ks, cfg.splitk_cluster = 1;
   if (bm) cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0;
   while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
@@ -288,17 +296,11 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   teardown(&x);
 }
 
-/* The split tail (kernels/gemm.cu, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
- * filled wave split along k, the last split to arrive summing the partials in split order. On
- * the largest SM budget up to max_sms that splits p's tail: against the float64 reference,
- * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
- * reference too, and with the wait and notify hooks (hooks_identical: the storers' skip rounds,
- * each sub-tile notified once). */
 /* The largest SM budget up to max_sms on which the heuristic's configuration for p splits its
  * last wave (its tail tiles and splits in *tiles, *splits); 0 (a failed check) where none does. */
 static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int *tiles, int *splits) {
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  heuristic(p, &cfg);
   for (int sms = max_sms; sms >= 2 * cfg.cluster; sms -= cfg.cluster)
     if ((*tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
                                  comm->ops.gemm_ws_counters, splits)))
@@ -310,9 +312,15 @@ static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int *tiles, in
   return 0;
 }
 
+/* The split tail (kernels/gemm.cu, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
+ * filled wave split along k, the last split to arrive summing the partials in split order. On
+ * the largest SM budget up to max_sms that splits p's tail: against the float64 reference,
+ * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
+ * reference too, and with the wait and notify hooks (hooks_identical: the storers' skip rounds,
+ * each sub-tile notified once). */
 static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  heuristic(p, &cfg);
   int tiles, splits, sms = tail_budget(p, max_sms, &tiles, &splits);
   if (!sms) return;
   buffers_t x;
@@ -321,18 +329,13 @@ static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   char what[96];
   snprintf(what, sizeof what, "tail of %d cluster tiles in %d splits on %d SMs (%dx%d tiles)", tiles,
            splits, sms, cfg.bm, cfg.bn);
-  poison(&x);
-  run_config(&x, &cfg, &budget);
-  check(&x, what);
-  void *want = download(&x);
+  void *want = checked_call(&x, &cfg, sms, what);
   poison(&x);
   run_config(&x, &cfg, &budget);
   same_bits(&x, want, "split tail again");
   weft_gemm_config_t whole = cfg;
   whole.tail_splits = 0;
-  poison(&x);
-  run_config(&x, &whole, &budget);
-  check(&x, "the same tiles unsplit");
+  free(checked_call(&x, &whole, sms, "the same tiles unsplit"));
   free(want);
   teardown(&x);
   hooks_identical(p, sms);
@@ -378,7 +381,7 @@ static void graph(void) {
  * a capture as the failed unload of the module after it), and the GEMM still runs after. */
 static void bad_config(const weft_gemm_problem_t *p) {
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, &cfg);
+  heuristic(p, &cfg);
   buffers_t x;
   setup(&x, p);
   void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
