@@ -5,7 +5,7 @@
  *
  * Data shapes:
  *   key (op and shapes) + world size + GPU name + SM count + weft version  --SHA-256-->
- *       <cache dir>/autotune/<hex>.txt: "weft-autotune 1\n<full key>\n<winner's name>\n"
+ *       <cache dir>/autotune/<hex>.txt: "weft-autotune 2\n<full key>\n<winner's name>\n"
  *   candidates: names[0..n), run(ctx, i, stream) enqueues the op as candidate i
  *
  * One call (collective over the world, in the same order on every rank, like the op itself):
@@ -45,7 +45,7 @@
 #define TRIAL_ROUNDS 3
 #define TRIAL_CALLS 3
 #define TRIAL_MARGIN 0.03
-#define ENTRY_HEAD "weft-autotune 1"
+#define ENTRY_HEAD "weft-autotune 2" /* 2: winners picked with TRIAL_MARGIN (1: the fastest) */
 
 struct weft_tuned {
   char *key; /* the full key */

@@ -67,14 +67,18 @@ int main(void) {
   /* damaged: a truncated file, then one whose key line is another key's (a hash collision or a
    * hand edit) */
   FILE *f = fopen(path, "w");
-  if (f) fputs("weft-autotune 1\n", f), fclose(f);
+  if (f) fputs("weft-autotune 2\n", f), fclose(f);
   EXPECT(weft_autotune_entry_read(key, names, 4) == -1, "truncated entry: -1");
   f = fopen(path, "w");
-  if (f) fprintf(f, "weft-autotune 1\n%s-x\nsm\n", key), fclose(f);
+  if (f) fprintf(f, "weft-autotune 2\n%s-x\nsm\n", key), fclose(f);
   EXPECT(weft_autotune_entry_read(key, names, 4) == -1, "entry of another key under this name: -1");
   f = fopen(path, "w");
   if (f) fprintf(f, "weft-autotune 9\n%s\nsm\n", key), fclose(f);
   EXPECT(weft_autotune_entry_read(key, names, 4) == -1, "another format version: -1");
+  f = fopen(path, "w");
+  if (f) fprintf(f, "weft-autotune 1\n%s\nsm\n", key), fclose(f);
+  EXPECT(weft_autotune_entry_read(key, names, 4) == -1,
+         "a winner of the pick before the 3%% margin (format 1): -1");
   unlink(path);
 
   setenv("WEFT_CACHE_DISABLE", "1", 1);
