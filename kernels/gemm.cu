@@ -264,7 +264,13 @@
 #define WEFT_GEMM_WG_N (WEFT_GEMM_BM == 128 ? WEFT_GEMM_BN : WEFT_GEMM_BN / 2)
 #define WEFT_GEMM_OUT_SIZE (WEFT_GEMM_OUT == 2 ? 4 : 2)
 #define WEFT_GEMM_BOX_COLS (128 / WEFT_GEMM_OUT_SIZE)
-#define WEFT_GEMM_EPI_BOXES (WEFT_GEMM_WG_N * WEFT_GEMM_OUT_SIZE / 128)
+#define WEFT_GEMM_EPI_BOXES ((WEFT_GEMM_WG_N * WEFT_GEMM_OUT_SIZE + 127) / 128)
+/* A warpgroup's box `box` starts at this column of its 64 x WG_N block. Where WG_N is no multiple
+ * of the box, the last box ends at the block's last column and overlaps the one before it: the
+ * columns both hold are stored twice, with the same values (a box is never clipped inside C). */
+#define WEFT_GEMM_BOX_COL(box)                                                                   \
+  ((box) * WEFT_GEMM_BOX_COLS < WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS ? (box) * WEFT_GEMM_BOX_COLS \
+                                                                    : WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS)
 #define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
@@ -281,9 +287,8 @@
 #if WEFT_GEMM_BM != 128 && WEFT_GEMM_BM != 64
 #error "WEFT_GEMM_BM must be 64 or 128"
 #endif
-#if WEFT_GEMM_WG_N != 32 && WEFT_GEMM_WG_N != 64 && WEFT_GEMM_WG_N != 128 && \
-    WEFT_GEMM_WG_N != 192 && WEFT_GEMM_WG_N != 256
-#error "per-warpgroup N (BN, or BN/2 when BM=64) must be 32, 64, 128, 192 or 256"
+#if WEFT_GEMM_WG_N % 16 || WEFT_GEMM_WG_N < 32 || WEFT_GEMM_WG_N > 256
+#error "per-warpgroup N (BN, or BN/2 when BM=64) must be a multiple of 16 from 32 to 256"
 #endif
 #if WEFT_GEMM_WG_N == 32 && !(WEFT_GEMM_SPLITK && WEFT_GEMM_B_KMAJOR)
 /* 32 columns are half a 128-byte staging box (TMA epilogue) and half a 64-column swizzle
@@ -562,109 +567,159 @@ __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
 /* ---------------------------------------------------------------------------------------- */
 /* wgmma m64nWG_Nk16, A and B from shared memory, D += A*B (scale_d = 0: D = A*B)            */
 /* ---------------------------------------------------------------------------------------- */
+/* The instruction names every accumulator register: WG_N/2 floats, in chunks of 8 (chunk c:
+ * d[8c..8c+7], present when WG_N > 16c). The chunk that ends the list also names the operands
+ * that follow: the descriptors (%WG_N/2, %WG_N/2+1), scale_d (%WG_N/2+2), and the shape. */
+#define WEFT_GEMM_ACC_S0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define WEFT_GEMM_ACC_O0 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define WEFT_GEMM_ACC_S1 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define WEFT_GEMM_ACC_O1 , "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#if WEFT_GEMM_WG_N > 32
+#define WEFT_GEMM_ACC_S2 ", %16, %17, %18, %19, %20, %21, %22, %23"
+#define WEFT_GEMM_ACC_O2 , "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#else
+#define WEFT_GEMM_ACC_S2 ""
+#define WEFT_GEMM_ACC_O2
+#endif
+#if WEFT_GEMM_WG_N > 48
+#define WEFT_GEMM_ACC_S3 ", %24, %25, %26, %27, %28, %29, %30, %31"
+#define WEFT_GEMM_ACC_O3 , "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#else
+#define WEFT_GEMM_ACC_S3 ""
+#define WEFT_GEMM_ACC_O3
+#endif
+#if WEFT_GEMM_WG_N > 64
+#define WEFT_GEMM_ACC_S4 ", %32, %33, %34, %35, %36, %37, %38, %39"
+#define WEFT_GEMM_ACC_O4 , "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+#else
+#define WEFT_GEMM_ACC_S4 ""
+#define WEFT_GEMM_ACC_O4
+#endif
+#if WEFT_GEMM_WG_N > 80
+#define WEFT_GEMM_ACC_S5 ", %40, %41, %42, %43, %44, %45, %46, %47"
+#define WEFT_GEMM_ACC_O5 , "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#else
+#define WEFT_GEMM_ACC_S5 ""
+#define WEFT_GEMM_ACC_O5
+#endif
+#if WEFT_GEMM_WG_N > 96
+#define WEFT_GEMM_ACC_S6 ", %48, %49, %50, %51, %52, %53, %54, %55"
+#define WEFT_GEMM_ACC_O6 , "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+#else
+#define WEFT_GEMM_ACC_S6 ""
+#define WEFT_GEMM_ACC_O6
+#endif
+#if WEFT_GEMM_WG_N > 112
+#define WEFT_GEMM_ACC_S7 ", %56, %57, %58, %59, %60, %61, %62, %63"
+#define WEFT_GEMM_ACC_O7 , "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#else
+#define WEFT_GEMM_ACC_S7 ""
+#define WEFT_GEMM_ACC_O7
+#endif
+#if WEFT_GEMM_WG_N > 128
+#define WEFT_GEMM_ACC_S8 ", %64, %65, %66, %67, %68, %69, %70, %71"
+#define WEFT_GEMM_ACC_O8 , "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+#else
+#define WEFT_GEMM_ACC_S8 ""
+#define WEFT_GEMM_ACC_O8
+#endif
+#if WEFT_GEMM_WG_N > 144
+#define WEFT_GEMM_ACC_S9 ", %72, %73, %74, %75, %76, %77, %78, %79"
+#define WEFT_GEMM_ACC_O9 , "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+#else
+#define WEFT_GEMM_ACC_S9 ""
+#define WEFT_GEMM_ACC_O9
+#endif
+#if WEFT_GEMM_WG_N > 160
+#define WEFT_GEMM_ACC_S10 ", %80, %81, %82, %83, %84, %85, %86, %87"
+#define WEFT_GEMM_ACC_O10 , "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#else
+#define WEFT_GEMM_ACC_S10 ""
+#define WEFT_GEMM_ACC_O10
+#endif
+#if WEFT_GEMM_WG_N > 176
+#define WEFT_GEMM_ACC_S11 ", %88, %89, %90, %91, %92, %93, %94, %95"
+#define WEFT_GEMM_ACC_O11 , "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#else
+#define WEFT_GEMM_ACC_S11 ""
+#define WEFT_GEMM_ACC_O11
+#endif
+#if WEFT_GEMM_WG_N > 192
+#define WEFT_GEMM_ACC_S12 ", %96, %97, %98, %99, %100, %101, %102, %103"
+#define WEFT_GEMM_ACC_O12 , "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+#else
+#define WEFT_GEMM_ACC_S12 ""
+#define WEFT_GEMM_ACC_O12
+#endif
+#if WEFT_GEMM_WG_N > 208
+#define WEFT_GEMM_ACC_S13 ", %104, %105, %106, %107, %108, %109, %110, %111"
+#define WEFT_GEMM_ACC_O13 , "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+#else
+#define WEFT_GEMM_ACC_S13 ""
+#define WEFT_GEMM_ACC_O13
+#endif
+#if WEFT_GEMM_WG_N > 224
+#define WEFT_GEMM_ACC_S14 ", %112, %113, %114, %115, %116, %117, %118, %119"
+#define WEFT_GEMM_ACC_O14 , "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+#else
+#define WEFT_GEMM_ACC_S14 ""
+#define WEFT_GEMM_ACC_O14
+#endif
+#if WEFT_GEMM_WG_N > 240
+#define WEFT_GEMM_ACC_S15 ", %120, %121, %122, %123, %124, %125, %126, %127"
+#define WEFT_GEMM_ACC_O15 , "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#else
+#define WEFT_GEMM_ACC_S15 ""
+#define WEFT_GEMM_ACC_O15
+#endif
 #if WEFT_GEMM_WG_N == 32
+#define WEFT_GEMM_ACC_END "m64n32k16", "%16, %17", "%18"
+#elif WEFT_GEMM_WG_N == 48
+#define WEFT_GEMM_ACC_END "m64n48k16", "%24, %25", "%26"
+#elif WEFT_GEMM_WG_N == 64
+#define WEFT_GEMM_ACC_END "m64n64k16", "%32, %33", "%34"
+#elif WEFT_GEMM_WG_N == 80
+#define WEFT_GEMM_ACC_END "m64n80k16", "%40, %41", "%42"
+#elif WEFT_GEMM_WG_N == 96
+#define WEFT_GEMM_ACC_END "m64n96k16", "%48, %49", "%50"
+#elif WEFT_GEMM_WG_N == 112
+#define WEFT_GEMM_ACC_END "m64n112k16", "%56, %57", "%58"
+#elif WEFT_GEMM_WG_N == 128
+#define WEFT_GEMM_ACC_END "m64n128k16", "%64, %65", "%66"
+#elif WEFT_GEMM_WG_N == 144
+#define WEFT_GEMM_ACC_END "m64n144k16", "%72, %73", "%74"
+#elif WEFT_GEMM_WG_N == 160
+#define WEFT_GEMM_ACC_END "m64n160k16", "%80, %81", "%82"
+#elif WEFT_GEMM_WG_N == 176
+#define WEFT_GEMM_ACC_END "m64n176k16", "%88, %89", "%90"
+#elif WEFT_GEMM_WG_N == 192
+#define WEFT_GEMM_ACC_END "m64n192k16", "%96, %97", "%98"
+#elif WEFT_GEMM_WG_N == 208
+#define WEFT_GEMM_ACC_END "m64n208k16", "%104, %105", "%106"
+#elif WEFT_GEMM_WG_N == 224
+#define WEFT_GEMM_ACC_END "m64n224k16", "%112, %113", "%114"
+#elif WEFT_GEMM_WG_N == 240
+#define WEFT_GEMM_ACC_END "m64n240k16", "%120, %121", "%122"
+#elif WEFT_GEMM_WG_N == 256
+#define WEFT_GEMM_ACC_END "m64n256k16", "%128, %129", "%130"
+#endif
+/* the asm text, from WEFT_GEMM_ACC_END's three strings */
+#define WEFT_GEMM_ACC_ASM(shape, in, scale)                                                       \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n"                                              \
+  "wgmma.mma_async.sync.aligned." shape "." WEFT_GEMM_WGMMA_TYPES " {" WEFT_GEMM_ACC_S0              \
+  WEFT_GEMM_ACC_S1 WEFT_GEMM_ACC_S2 WEFT_GEMM_ACC_S3 WEFT_GEMM_ACC_S4 WEFT_GEMM_ACC_S5               \
+  WEFT_GEMM_ACC_S6 WEFT_GEMM_ACC_S7 WEFT_GEMM_ACC_S8 WEFT_GEMM_ACC_S9 WEFT_GEMM_ACC_S10              \
+  WEFT_GEMM_ACC_S11 WEFT_GEMM_ACC_S12 WEFT_GEMM_ACC_S13 WEFT_GEMM_ACC_S14 WEFT_GEMM_ACC_S15          \
+  "}, " in ", p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+#define WEFT_GEMM_APPLY(macro, args) macro(args)
 __device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16." WEFT_GEMM_WGMMA_TYPES " {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-               "}, %16, %17, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+  asm volatile(WEFT_GEMM_APPLY(WEFT_GEMM_ACC_ASM, WEFT_GEMM_ACC_END)
+               : WEFT_GEMM_ACC_O0 WEFT_GEMM_ACC_O1 WEFT_GEMM_ACC_O2 WEFT_GEMM_ACC_O3 WEFT_GEMM_ACC_O4
+                 WEFT_GEMM_ACC_O5 WEFT_GEMM_ACC_O6 WEFT_GEMM_ACC_O7 WEFT_GEMM_ACC_O8 WEFT_GEMM_ACC_O9
+                 WEFT_GEMM_ACC_O10 WEFT_GEMM_ACC_O11 WEFT_GEMM_ACC_O12 WEFT_GEMM_ACC_O13 WEFT_GEMM_ACC_O14
+                 WEFT_GEMM_ACC_O15
                : "l"(da), "l"(db), "r"(scale_d));
 }
-#endif
-#if WEFT_GEMM_WG_N == 64
-__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16." WEFT_GEMM_WGMMA_TYPES " {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-               "}, %32, %33, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-#endif
-#if WEFT_GEMM_WG_N == 128
-__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16." WEFT_GEMM_WGMMA_TYPES " {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-               "}, %64, %65, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-#endif
-#if WEFT_GEMM_WG_N == 192
-__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n192k16." WEFT_GEMM_WGMMA_TYPES " {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-               "}, %96, %97, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-#endif
-#if WEFT_GEMM_WG_N == 256
-__device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16." WEFT_GEMM_WGMMA_TYPES " {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
-               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-               "}, %128, %129, p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-#endif
 
 /* Notify: +n on a counter, released at gpu or sys scope (the data it guards must already be
  * complete and, if written by TMA, fenced with fence.proxy.async.global). Several counters
@@ -1113,7 +1168,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #pragma unroll
           for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
-            const int col = w.n0 + col_off + (round * WEFT_GEMM_EPI_BUFS + bi) * WEFT_GEMM_BOX_COLS;
+            const int col = w.n0 + col_off + WEFT_GEMM_BOX_COL(round * WEFT_GEMM_EPI_BUFS + bi);
 #if WEFT_GEMM_SCATTER
             for (int q = q0; q <= q1; q++)
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
@@ -1330,13 +1385,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               for (int i = 0; i < 4 * WEFT_GEMM_VC; i++) a[i] = 0.f;
               const float4 *q = ws + v0 * 128;
 #pragma unroll
-              for (int i = 0; i < WEFT_GEMM_VC; i++) x[i] = weft_gemm_ld_cg_v4(q + i * 128);
+              for (int i = 0; i < WEFT_GEMM_VC; i++)
+                if (v0 + i < nv) x[i] = weft_gemm_ld_cg_v4(q + i * 128);
 #pragma unroll 1
               for (int sp = 0; sp < k_splits; sp++) {
                 if (sp + 1 < k_splits) {
                   q += split_stride;
 #pragma unroll
-                  for (int i = 0; i < WEFT_GEMM_VC; i++) y[i] = weft_gemm_ld_cg_v4(q + i * 128);
+                  for (int i = 0; i < WEFT_GEMM_VC; i++)
+                    if (v0 + i < nv) y[i] = weft_gemm_ld_cg_v4(q + i * 128);
                 }
 #pragma unroll
                 for (int i = 0; i < WEFT_GEMM_VC; i++) {
@@ -1347,11 +1404,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                   x[i] = y[i];
                 }
               }
-              /* float4 v holds fragment column group j = v */
+              /* float4 v holds fragment column group j = v (nv need not be a multiple of VC) */
 #pragma unroll
               for (int i = 0; i < WEFT_GEMM_VC; i++)
-                weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
-                                      a[4 * i + 2], a[4 * i + 3]);
+                if (v0 + i < nv)
+                  weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
+                                        a[4 * i + 2], a[4 * i + 3]);
             }
 #undef WEFT_GEMM_VC
           }
@@ -1401,9 +1459,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               for (int v0 = 0; v0 < nv; v0 += 8) {
                 float4 x[8];
 #pragma unroll
-                for (int i = 0; i < 8; i++) x[i] = weft_gemm_ld_cg_v4(q + (v0 + i) * 128);
+                for (int i = 0; i < 8; i++)
+                  if (v0 + i < nv) x[i] = weft_gemm_ld_cg_v4(q + (v0 + i) * 128);
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
+                for (int i = 0; i < 8 && v0 + i < nv; i++) { /* (nv need not be a multiple of 8) */
                   float *o = d + 4 * (v0 + i);
                   if (sp == 0) o[0] = 0.f, o[1] = 0.f, o[2] = 0.f, o[3] = 0.f;
                   o[0] += x[i].x, o[1] += x[i].y, o[2] += x[i].z, o[3] += x[i].w;
@@ -1448,7 +1507,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             const int r_lo = 16 * warp + lane / 4; /* fragment row (h = 0) in the WG block */
 #pragma unroll
             for (int jq = 0; jq < 4; jq++) {
-              const int j = box * 4 + jq;
+              const int j = WEFT_GEMM_BOX_COL(box) / 8 + jq; /* 8-col group in the WG block */
 #pragma unroll
               for (int h = 0; h < 2; h++) {
                 const int row = r_lo + 8 * h;
@@ -1464,7 +1523,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             /* 16-bit: box = 64 rows x 64 cols; stmatrix x4 covers 16 rows x 16 cols */
 #pragma unroll
             for (int jq = 0; jq < 4; jq++) {
-              const int jj = box * 4 + jq; /* 16-col group in the WG block */
+              const int jj = WEFT_GEMM_BOX_COL(box) / 16 + jq; /* 16-col group in the WG block */
               const int mi = lane >> 3;
               const int row = 16 * warp + (mi & 1) * 8 + (lane & 7);
               const int chunk = 2 * jq + (mi >> 1);
@@ -1492,7 +1551,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
               const int box = round * WEFT_GEMM_EPI_BUFS + bi;
               weft_gemm_tma_store(&tm_c, stg + bi * 8192,
-                                  w.n0 + col_off + box * WEFT_GEMM_BOX_COLS, w.m0 + row_off);
+                                  w.n0 + col_off + WEFT_GEMM_BOX_COL(box), w.m0 + row_off);
             }
             weft_gemm_bulk_commit();
           }

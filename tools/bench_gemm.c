@@ -22,7 +22,7 @@
 #include "bench.h"
 #include "ops/gemm.h"
 
-#define MAX_RUNS 10
+#define MAX_RUNS 14
 #define MAX_SETS 32
 #define BENCH_GEMM_FOOTPRINT (256ull << 20) /* over 4x the L2 of an H100 or H200 */
 

@@ -150,17 +150,20 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
 }
 
 /* The large-m tile widths: stages and staging boxes for each, and the per-width cost of the
- * wave model (weft_gemm_config_choose). */
+ * wave model (weft_gemm_config_choose). Widths between the multiples of 64 fit a tile row to n
+ * (8192x1376: 6 tiles of 240 columns cover 1440, 6 of 256 1536); their last staging box overlaps
+ * the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). */
 static const struct gemm_width {
   int bn, stages, epi;
   double cost;
-} gemm_widths[] = {{256, 4, 2, 1.0}, {192, 4, 3, 1.02}, {128, 6, 2, 1.05}};
+} gemm_widths[] = {{256, 4, 2, 1.0},   {240, 4, 2, 1.004}, {224, 4, 2, 1.008}, {208, 4, 2, 1.013},
+                   {192, 4, 3, 1.02},  {176, 4, 3, 1.025}, {128, 6, 2, 1.05}};
 #define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
 
 /* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
- * (WG_N * outsize / 128); the stages fit shared memory. */
+ * (WG_N * outsize / 128, rounded up); the stages fit shared memory. */
 static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
-  int boxes = wg_n(c) * out_size(p->out) / 128;
+  int boxes = (wg_n(c) * out_size(p->out) + 127) / 128;
   if (boxes < 1) boxes = 1;
   if (c->epi_bufs > boxes) c->epi_bufs = boxes;
   while (boxes % c->epi_bufs) c->epi_bufs--;

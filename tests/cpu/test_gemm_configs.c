@@ -235,9 +235,9 @@ int main(void) {
       {.wait_signals = &sig, .order_table = &table},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
-  /* and on every large-m tile width (the autotuner's candidates: weft_gemm_config_width), both
-   * input types: the overlapped ops' shapes take 128-, 192- and 256-column tiles */
-  static const int widths[] = {256, 192, 128};
+  /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,
+   * 192 and 128), both input types */
+  static const int widths[] = {256, 240, 224, 208, 192, 176, 128};
   for (int in = 0; in < 2; in++)
     for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
       weft_gemm_problem_t pw = p;

@@ -104,9 +104,15 @@ static void *download(buffers_t *x) {
   return h;
 }
 
-/* The heuristic's configuration for p on this GPU and communicator. */
-static void heuristic(const weft_gemm_problem_t *p, weft_gemm_config_t *cfg) {
+/* The heuristic's configuration for p on this GPU and communicator, with tiles bn columns wide
+ * (weft_gemm_config_width; 0: the heuristic's width). */
+static void heuristic(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *cfg) {
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, cfg);
+  if (bn && cfg->bn != bn && !weft_gemm_config_width(p, bn, cfg)) {
+    cases++;
+    failures++;
+    printf("FAIL m %d n %d k %d: no configuration %d columns wide\n", p->m, p->n, p->k, bn);
+  }
 }
 
 /* One checked call of cfg without hooks on an SM budget of `sms` (0: none), poisoned before;
@@ -147,11 +153,11 @@ static void one(const weft_gemm_problem_t *p, const char *what) {
 
 /* Hooks on (waits already satisfied, notifies counted) against hooks off, and split-K twice;
  * on an SM budget of `sms` (0: none), which may split the last wave (tail_split). */
-static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
+static void hooks_identical(const weft_gemm_problem_t *p, int sms, int bn) {
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
+  heuristic(p, bn, &cfg);
   void *want = checked_call(&x, &cfg, sms, "plain");
 
   int rows = 128, nsig = (p->m + rows - 1) / rows;
@@ -206,11 +212,11 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms) {
  * together must equal the plain call's C bit for bit (padding columns untouched), and each
  * counter must count the stored 64-row sub-tiles that touch its segment. On an SM budget of
  * `sms` (0: none), which may split the last wave (tail_budget). */
-static void scatter_emulated(const weft_gemm_problem_t *p, int ranks, int sms) {
+static void scatter_emulated(const weft_gemm_problem_t *p, int ranks, int sms, int bn) {
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
+  heuristic(p, bn, &cfg);
   unsigned char *want = checked_call(&x, &cfg, sms, "plain");
   int seg = p->m / ranks;
   size_t row = (size_t)p->ldc * out_size(p->out),
@@ -260,7 +266,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   buffers_t x;
   setup(&x, p);
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
+  heuristic(p, 0, &cfg);
   cfg.splitk = 1, cfg.k_splits = ks, cfg.splitk_cluster = 1;
   if (bm) cfg.bm = bm, cfg.bn = bn, cfg.a_rows = 0;
   while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
@@ -298,9 +304,9 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
 
 /* The largest SM budget up to max_sms on which the heuristic's configuration for p splits its
  * last wave (its tail tiles and splits in *tiles, *splits); 0 (a failed check) where none does. */
-static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int *tiles, int *splits) {
+static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int bn, int *tiles, int *splits) {
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
+  heuristic(p, bn, &cfg);
   for (int sms = max_sms; sms >= 2 * cfg.cluster; sms -= cfg.cluster)
     if ((*tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
                                  comm->ops.gemm_ws_counters, splits)))
@@ -318,10 +324,10 @@ static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int *tiles, in
  * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
  * reference too, and with the wait and notify hooks (hooks_identical: the storers' skip rounds,
  * each sub-tile notified once). */
-static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
+static void tail_split(const weft_gemm_problem_t *p, int max_sms, int bn) {
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
-  int tiles, splits, sms = tail_budget(p, max_sms, &tiles, &splits);
+  heuristic(p, bn, &cfg);
+  int tiles, splits, sms = tail_budget(p, max_sms, bn, &tiles, &splits);
   if (!sms) return;
   buffers_t x;
   setup(&x, p);
@@ -338,7 +344,7 @@ static void tail_split(const weft_gemm_problem_t *p, int max_sms) {
   free(checked_call(&x, &whole, sms, "the same tiles unsplit"));
   free(want);
   teardown(&x);
-  hooks_identical(p, sms);
+  hooks_identical(p, sms, bn);
 }
 
 /* Two GEMMs (a decode split-K one and a large one) captured into a graph and replayed. */
@@ -381,7 +387,7 @@ static void graph(void) {
  * a capture as the failed unload of the module after it), and the GEMM still runs after. */
 static void bad_config(const weft_gemm_problem_t *p) {
   weft_gemm_config_t cfg;
-  heuristic(p, &cfg);
+  heuristic(p, 0, &cfg);
   buffers_t x;
   setup(&x, p);
   void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
@@ -465,17 +471,17 @@ int main(int argc, char **argv) {
     one(&zero, "k=0");
 
     weft_gemm_problem_t hp = problem(1000, 1000, 1024, 0, 0, 0, B, B, 1);
-    hooks_identical(&hp, 0);
+    hooks_identical(&hp, 0, 0);
     hp = problem(40, 3000, 4096, 0, 0, 0, B, B, 1); /* split-K */
-    hooks_identical(&hp, 0);
+    hooks_identical(&hp, 0, 0);
     /* the fused scatter: segments of whole sub-tiles; of 200 rows (sub-tiles straddle two); of
      * 40 rows (a sub-tile spans three); padded C rows, both layouts, 16-bit and fp32 C */
     hp = problem(2048, 768, 256, 0, 0, 0, B, B, 1);
-    scatter_emulated(&hp, 2, 0);
+    scatter_emulated(&hp, 2, 0, 0);
     hp = problem(600, 1000, 512, 8, 0, 8, B, B, 1);
-    scatter_emulated(&hp, 3, 0);
+    scatter_emulated(&hp, 3, 0, 0);
     hp = problem(160, 520, 192, 0, 0, 4, H, F, 0);
-    scatter_emulated(&hp, 4, 0);
+    scatter_emulated(&hp, 4, 0, 0);
     /* cluster reductions: 64x64 tiles (4 column groups a warpgroup: up to 4 splits), 64x128
      * (8), 128x128 (16); odd m and n, fp32 and 16-bit C, both layouts */
     for (int ks = 2; ks <= 4; ks++) {
@@ -490,16 +496,29 @@ int main(int argc, char **argv) {
     /* split tails: a cluster's second tile past m (15 tile-rows), [k, n] B with fp16 and fp32
      * C, padded strides; one of DESIGN.md's shapes */
     hp = problem(1900, 1376, 2048, 0, 0, 0, B, B, 1);
-    tail_split(&hp, 40);
+    tail_split(&hp, 40, 0);
     hp = problem(1000 + (int)(test_rand(&rng) % 300), 8 * (100 + (int)(test_rand(&rng) % 80)),
                  8 * (256 + (int)(test_rand(&rng) % 100)), 8, 0, 4, H, F, 0);
-    tail_split(&hp, 64);
+    tail_split(&hp, 64, 0);
     hp = problem(8192, 1376, 4096, 0, 0, 0, B, B, 1);
-    tail_split(&hp, comm->ops.sms);
+    tail_split(&hp, comm->ops.sms, 0);
     /* the fused scatter on a split tail (its storers' skip rounds) */
     hp = problem(2048, 1376, 2048, 0, 0, 0, B, B, 1);
-    int tiles, splits, sms = tail_budget(&hp, 64, &tiles, &splits);
-    if (sms) scatter_emulated(&hp, 2, sms);
+    int tiles, splits, sms = tail_budget(&hp, 64, 0, &tiles, &splits);
+    if (sms) scatter_emulated(&hp, 2, sms, 0);
+    /* the widths between multiples of 64 (the last staging box overlaps the one before it):
+     * each on a fresh shape off the tile multiples, split tail with the hooks (tail_split), the
+     * whole tiles with the hooks, one of every output dtype; the fused scatter on one */
+    static const int widths[] = {240, 224, 208, 176};
+    for (int w = 0; w < 4; w++) {
+      hp = problem(1000 + (int)(test_rand(&rng) % 600), 8 * (120 + (int)(test_rand(&rng) % 200)),
+                   8 * (320 + (int)(test_rand(&rng) % 200)), 8 * (w & 1), 0, 4 * (w == 2),
+                   w & 1 ? H : B, outs[(w + 2) % 3], 1);
+      tail_split(&hp, 64, widths[w]);
+      hooks_identical(&hp, 0, widths[w]);
+    }
+    hp = problem(1536, 1376, 1024, 0, 0, 0, B, B, 1);
+    scatter_emulated(&hp, 3, 0, 240);
     graph();
     bad_config(&big);
   }
