@@ -21,4 +21,4 @@ for r in $(seq 1 ${RUNS:-2}); do
   timeout 200 $W ${SHAPES:-$S} -n ${N:-15} $C "$@" -J $out/widths$r.json > $out/widths$r.log 2>&1; echo "widths run $r rc=$?" >> $out/summary.txt
 done
 cat $out/summary.txt
-for r in $(seq 1 ${RUNS:-2}); do grep -E "^#.*M +N|^ +8192" $out/widths$r.log | sed 's/BM=128,BN=\([0-9]*\),ST=[0-9],CL=2,EPI=[0-9],TS=4: us, vs weft/\1/g' | cut -c1-64,95-; done
+for r in $(seq 1 ${RUNS:-2}); do grep -E "^#.*M +N|^ +8192" $out/widths$r.log | sed 's/BM=128,BN=\([0-9]*\),ST=[0-9],CL=2,EPI=[0-9],TS=4: us, vs weft/\1/g'; done
