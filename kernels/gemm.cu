@@ -90,7 +90,8 @@
  *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
- *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets
+ *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets (48 and 224
+ *                        with TAIL and SCATTER)
  *
  * Kernel parameters, in order:
  *   0  const weft_gemm_tmap_t tm_a      (__grid_constant__, 128-byte CUtensorMap by value)
@@ -236,6 +237,16 @@
 #endif
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
+#endif
+/* (literals: the setmaxnreg text; the fused scatter's storers on a split tail spilled at 40 on
+ * 208-column tiles) */
+#if WEFT_GEMM_TAIL && WEFT_GEMM_SCATTER
+#ifndef WEFT_GEMM_PRODUCER_REGS
+#define WEFT_GEMM_PRODUCER_REGS 48
+#endif
+#ifndef WEFT_GEMM_CONSUMER_REGS
+#define WEFT_GEMM_CONSUMER_REGS 224
+#endif
 #endif
 #ifndef WEFT_GEMM_PRODUCER_REGS
 #define WEFT_GEMM_PRODUCER_REGS 40

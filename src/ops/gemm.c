@@ -22,6 +22,8 @@
  * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
 #define GEMM_TAIL_SPLITS 4
 #define GEMM_TAIL_COST (11 * 256)
+/* what the width choice charges the split tail instead (weft_gemm_config_choose) */
+#define GEMM_TAIL_CHOICE_COST (18 * 256)
 
 /* What makes a specialisation (kernel_key fills it; compared whole, padding zeroed): the
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
@@ -150,14 +152,15 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
 }
 
 /* The large-m tile widths: stages and staging boxes for each, and the per-width cost of the
- * wave model (weft_gemm_config_choose). Widths between the multiples of 64 fit a tile row to n
- * (8192x1376: 6 tiles of 240 columns cover 1440, 6 of 256 1536); their last staging box overlaps
- * the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). */
+ * wave model (weft_gemm_config_choose): 1 + 0.04 (256 / width - 1), 1.05 for 128 (fitted, with
+ * the model, to an H100 sweep; dev/gemm/NOTES.md). Widths between the multiples of 64 fit a tile
+ * row to n (8192x1376: 8 tiles of 176 columns cover 1408, 6 of 256 1536); their last staging box
+ * overlaps the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). */
 static const struct gemm_width {
   int bn, stages, epi;
   double cost;
-} gemm_widths[] = {{256, 4, 2, 1.0},   {240, 4, 2, 1.004}, {224, 4, 2, 1.008}, {208, 4, 2, 1.013},
-                   {192, 4, 3, 1.02},  {176, 4, 3, 1.025}, {128, 6, 2, 1.05}};
+} gemm_widths[] = {{256, 4, 2, 1.0},   {240, 4, 2, 1.003}, {224, 4, 2, 1.006}, {208, 4, 2, 1.009},
+                   {192, 4, 3, 1.013}, {176, 4, 3, 1.018}, {128, 6, 2, 1.05}};
 #define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
 
 /* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
@@ -251,34 +254,38 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * 128x3584x4096 +3.6%, 64x4096x1376 (one tile row) +3.0%). */
     c->stages = ks > 1 ? 8 : c->bm == 64 && p->m > 64 && nkb <= 28 ? 10 : WEFT_GEMM_MAX_STAGES;
   } else {
-    /* Large m: 128-row tiles in 2x1 clusters, as wide as wave quantisation allows. A persistent
-     * grid runs ceil(cluster tiles / clusters) waves, each as long as the tile is wide, so the
-     * estimate is waves x k-blocks x width x a per-width cost (narrower tiles reuse less of what
-     * they load: 1.02 for 192, 1.05 for 128, fitted to H100 sweeps of DESIGN.md's shapes, where
-     * it chose the fastest or within 2% of it; dev/gemm/NOTES.md). [k, n] B needs widths of 128
-     * per cluster. The launch may split the last wave's tiles along k (the split tail,
-     * weft_gemm_tail: that wave's share of the k-blocks plus GEMM_TAIL_COST). A width that only
-     * the tail makes best is taken where the estimate gains 4% or more: its error between widths
-     * was -6% to +4% (H100, same runs: 8192x2752x4096 on 256 columns with the tail -6.2% against
-     * 128 whole, predicted -4.8%; 8192x1792x4096 +4.2%, predicted -0.1%; 8192x3696x8192 and
-     * 8192x7392x8192 +0.1-0.2%, predicted -3.1% and -1.4%). */
+    /* Large m: 128-row tiles in 2x1 clusters, the width that wave quantisation and the tile
+     * row's fit to n make fastest. A persistent grid runs ceil(cluster tiles / clusters) waves,
+     * each as long as the tile is wide, so the estimate is waves x k-blocks x width x a per-width
+     * cost (gemm_widths: narrower tiles reload A more often), the cost of narrow tiles raised
+     * where A's and B's rows are no multiple of 128 bytes (k or lda no multiple of 64), and the
+     * split tail (weft_gemm_tail) counted where it is cheaper: the last wave's share of the
+     * k-blocks plus GEMM_TAIL_CHOICE_COST. [k, n] B needs widths of 128 per cluster. Fitted to
+     * an H100 sweep of every width on DESIGN.md's 21 large shapes (two runs, same call,
+     * dev/gemm/NOTES.md "Ninth session"): this choice was the fastest width or within 1.5% of it
+     * on each, the 256/192/128 choice before it up to 8.7% from it. There the narrow widths lost
+     * 4-23% more with unaligned rows (8192x8192x3696: 176 columns +23%, 208 +13%; 8192x8192x3584:
+     * 176 +1.4%), and a tail's estimate against another width's whole tiles was optimistic by
+     * about 7 k-blocks of a 256-column tile. */
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
     long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-    double whole = 0, split = 0;
-    int whole_i = 0, split_i = 0;
+    int unaligned = p->k % 64 || p->lda % 64 || (p->b_kmajor && p->ldb % 64);
+    double best = 0;
+    int best_i = 0;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
       if (!p->b_kmajor && w->bn % 128) continue;
+      double cost = w->cost * (unaligned ? 1 + 0.3 * (256.0 / w->bn - 1) : 1);
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
-      double t = (double)((units + clusters - 1) / clusters * nkb) * w->bn * w->cost, ts = t;
+      double t = (double)((units + clusters - 1) / clusters * nkb) * w->bn * cost;
       int tiles, splits;
       tail_plan(units, clusters, nkb, w->bn, GEMM_TAIL_SPLITS, 128LL * w->bn, 2, ws_floats,
                 ws_counters, &tiles, &splits);
-      if (tiles) ts = (double)(units / clusters * nkb + nkb / splits) * w->bn * w->cost + GEMM_TAIL_COST;
-      if (whole == 0 || t < whole) whole = t, whole_i = i;
-      if (split == 0 || ts < split) split = ts, split_i = i;
+      double ts = ((double)(units / clusters * nkb) + (double)nkb / splits) * w->bn * cost + GEMM_TAIL_CHOICE_COST;
+      if (tiles && ts < t) t = ts;
+      if (best == 0 || t < best) best = t, best_i = i;
     }
-    const struct gemm_width *w = &gemm_widths[split < 0.96 * whole ? split_i : whole_i];
+    const struct gemm_width *w = &gemm_widths[best_i];
     c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     c->tail_splits = GEMM_TAIL_SPLITS;
     c->bm = 128;

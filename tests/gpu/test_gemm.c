@@ -512,7 +512,7 @@ int main(int argc, char **argv) {
     static const int widths[] = {240, 224, 208, 176};
     for (int w = 0; w < 4; w++) {
       hp = problem(1000 + (int)(test_rand(&rng) % 600), 8 * (120 + (int)(test_rand(&rng) % 200)),
-                   8 * (320 + (int)(test_rand(&rng) % 200)), 8 * (w & 1), 0, 4 * (w == 2),
+                   8 * (320 + (int)(test_rand(&rng) % 200)), 8 * (w & 1), 0, 8 * (w == 2),
                    w & 1 ? H : B, outs[(w + 2) % 3], 1);
       tail_split(&hp, 64, widths[w]);
       hooks_identical(&hp, 0, widths[w]);
