@@ -13,7 +13,7 @@ W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 if [ $part != decode ]; then
 timeout 200 ctest --test-dir build -R "gpu_test_gemm" --output-on-failure > $out/ctest.log 2>&1; echo "ctest rc=$?" > $out/summary.txt
 timeout 250 $W -J $out/gemm.json > $out/gemm.log 2>&1; echo "gemm rc=$?" >> $out/summary.txt
-timeout 150 $W --hooks -n 15 -J $out/hooks.json > $out/hooks.log 2>&1; echo "hooks rc=$?" >> $out/summary.txt
+timeout 250 $W --hooks -n 30 -J $out/hooks.json > $out/hooks.log 2>&1; echo "hooks rc=$?" >> $out/summary.txt
 grep -E "Test +#|tests passed" $out/ctest.log; echo; grep -v "^#  rank" $out/gemm.log | cut -c1-90 | grep -E "^ +8192|lowest"; grep -v "^#  rank" $out/hooks.log | tail -23 | cut -c60-
 fi
 if [ $part != main ]; then
