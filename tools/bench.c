@@ -181,7 +181,8 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     BENCH_CU(cuGraphDestroy(g));
   }
   for (int i = -b->opt.warmup; i < n; i++)
-    for (int r = 0; r < nruns; r++) {
+    for (int j = 0; j < nruns; j++) {
+      int r = (i + b->opt.warmup + j) % nruns;
       if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
       BENCH_CU(cuEventRecord(e0, b->stream));
       if (graph)
