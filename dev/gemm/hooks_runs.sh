@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The hooks' cost (issue 4: at most 2% with signals set) from RUNS runs of `weft-bench gemm --hooks
+# -n 30` in one GPU call: a run's medians of 30 interleaved samples still move 1-2% between runs
+# on the long shapes, so the summary gives each shape's median over the runs beside every run's
+# figure. Logs and JSON under $OUT.   bash dev/gemm/hooks_runs.sh
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+out=${OUT:-gpu-logs}; mkdir -p "$out"; date -u > $out/date.txt; nvidia-smi -L >> $out/date.txt
+(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > $out/build.log 2>&1 || { tail -20 $out/build.log; exit 1; }
+runs=${RUNS:-3}
+for r in $(seq 1 $runs); do
+  timeout 180 build/tools/weftrun -n 1 build/tools/weft-bench gemm --hooks -n 30 -J $out/hooks$r.json > $out/hooks$r.log 2>&1
+  echo "hooks run $r rc=$?"
+done
+python3 - "$out" $runs <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+rows = [json.load(open(f"{out}/hooks{r}.json"))["rows"] for r in range(1, runs + 1)]
+hooks = ["wait", "notify", "notify.gpu", "wait+notify"]
+print("# shape             " + "".join(f"{h:>26s}" for h in hooks) + "   (median over runs [each run], % vs plain)")
+over = {h: 0 for h in hooks}
+for i, r0 in enumerate(rows[0]):
+    cells = []
+    for h in hooks:
+        v = [100 * (rs[i][h] / rs[i]["weft_us"] - 1) for rs in rows]
+        m = statistics.median(v)
+        over[h] += m > 2
+        cells.append(f"{m:+5.1f} [" + " ".join(f"{x:+.1f}" for x in v) + "]")
+    print(f"{r0['name']:18s} " + "".join(f"{c:>26s}" for c in cells))
+print("# shapes over +2% (median over runs): " + ", ".join(f"{h} {over[h]}" for h in hooks))
+PY
