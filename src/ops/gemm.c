@@ -209,8 +209,9 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * 128x1792x4096 10.6 us against 14.2 for 56 unsplit 64x64 tiles, 128x2752x4096 12.2 against
      * 14.2; 96x1792x4096 -20%; from 2/5 of the SMs in 128-row tiles the 64x64 ones stay ahead:
      * +1-2% at n = 3584, 4096). With [k, n] B up to one such tile per two SMs (H100, graphs,
-     * cold, 2026-11-25: 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits 11.7-24.6 us
-     * against 12.8-26.8 for 64x128 in 2, -8 to -9%; at n = 8192 64x128 unsplit stays ahead) */
+     * cold, same runs, 2026-11-25: 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits
+     * 11.7-24.6 us against 12.8-26.8 for 64x128 in 2, -8 to -10%, and -8 to -10% at m = 80-112;
+     * at n = 8192 64x128 unsplit stays ahead) */
     long long col64 = (p->n + 63) / 64;
     if (p->m > 64 && (col64 * 5 < 2LL * sms || (!p->b_kmajor && col64 * 2 <= sms))) c->bm = 128, c->bn = 64;
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
