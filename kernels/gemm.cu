@@ -27,9 +27,11 @@
  *   WEFT_GEMM_BM         [128] tile rows: 128 (2 consumer WGs x 64 rows) or 64 (the 2 consumer
  *                        WGs split the tile's N: 64 x BN/2 each; small M)
  *   WEFT_GEMM_BN         [256] tile cols. Per-WG width WG_N = BN (BM=128) or BN/2 (BM=64) must
- *                        be 64, 128, 192 or 256 (BM=128: BN 64..256; BM=64: BN 128..512, but the
- *                        B box is BN rows and TMA boxes stop at 256, so BM=64 uses BN 128/256).
- *                        N-major B ([K,N]) needs BN a multiple of 64 * CLUSTER_M.
+ *                        be a multiple of 16 from 32 to 256 (32 only with SPLITK; BM=64: the B
+ *                        box is BN rows and TMA boxes stop at 256, so BN <= 256). A WG_N that is
+ *                        no multiple of the 128-byte staging box ends with a box overlapping the
+ *                        one before it (WEFT_GEMM_BOX_COL). N-major B ([K,N]) needs BN a
+ *                        multiple of 64 * CLUSTER_M.
  *   WEFT_GEMM_A_ROWS     [BM] rows of A loaded per stage. Decode (M <= 32) with BM=64 and no
  *                        cluster: 8, 16 or 32, so that the ring holds B rather than A's zero
  *                        rows. The 64-row wgmma still reads 64 rows from the stage's A start,
@@ -44,7 +46,7 @@
  *                        loading half of B and multicasting it to both
  *   WEFT_GEMM_GROUP      [8] grouped-raster group size, in tile-rows of CLUSTER_M*BM rows
  *   WEFT_GEMM_EPI_BUFS   [2] staging boxes per consumer WG (8 KiB each); a WG's output of
- *                        64 x WG_N is written as WG_N*outsize/128 boxes, EPI_BUFS at a time
+ *                        64 x WG_N is written as ceil(WG_N*outsize/128) boxes, EPI_BUFS at a time
  *   WEFT_GEMM_ORDER_TABLE [0] 1: tile order from order_table[] (see params)
  *   WEFT_GEMM_HOOK_WAIT  [0] 1: per-tile wait on wait_signals[] before the tile's first load
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
@@ -281,9 +283,9 @@
 /* A warpgroup's box `box` starts at this column of its 64 x WG_N block. Where WG_N is no multiple
  * of the box, the last box ends at the block's last column and overlaps the one before it: the
  * columns both hold are stored twice, with the same values (a box is never clipped inside C). */
+#define WEFT_GEMM_BOX_LAST (WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS)
 #define WEFT_GEMM_BOX_COL(box)                                                                   \
-  ((box) * WEFT_GEMM_BOX_COLS < WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS ? (box) * WEFT_GEMM_BOX_COLS \
-                                                                    : WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS)
+  ((box) * WEFT_GEMM_BOX_COLS < WEFT_GEMM_BOX_LAST ? (box) * WEFT_GEMM_BOX_COLS : WEFT_GEMM_BOX_LAST)
 #define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
@@ -581,106 +583,110 @@ __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
 /* wgmma m64nWG_Nk16, A and B from shared memory, D += A*B (scale_d = 0: D = A*B)            */
 /* ---------------------------------------------------------------------------------------- */
 /* The instruction names every accumulator register: WG_N/2 floats, in chunks of 8 (chunk c:
- * d[8c..8c+7], present when WG_N > 16c). The chunk that ends the list also names the operands
- * that follow: the descriptors (%WG_N/2, %WG_N/2+1), scale_d (%WG_N/2+2), and the shape. */
+ * d[8c..8c+7], present when WG_N > 16c: its register numbers S<c> and operands O<c>). The
+ * width's line of WEFT_GEMM_ACC_END names the shape and the operands after the list: the
+ * descriptors (%WG_N/2, %WG_N/2+1) and scale_d (%WG_N/2+2). */
+#define WEFT_GEMM_D8(i)                                                                         \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),      \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
 #define WEFT_GEMM_ACC_S0 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define WEFT_GEMM_ACC_O0 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define WEFT_GEMM_ACC_O0 WEFT_GEMM_D8(0)
 #define WEFT_GEMM_ACC_S1 ", %8, %9, %10, %11, %12, %13, %14, %15"
-#define WEFT_GEMM_ACC_O1 , "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define WEFT_GEMM_ACC_O1 , WEFT_GEMM_D8(8)
 #if WEFT_GEMM_WG_N > 32
 #define WEFT_GEMM_ACC_S2 ", %16, %17, %18, %19, %20, %21, %22, %23"
-#define WEFT_GEMM_ACC_O2 , "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define WEFT_GEMM_ACC_O2 , WEFT_GEMM_D8(16)
 #else
 #define WEFT_GEMM_ACC_S2 ""
 #define WEFT_GEMM_ACC_O2
 #endif
 #if WEFT_GEMM_WG_N > 48
 #define WEFT_GEMM_ACC_S3 ", %24, %25, %26, %27, %28, %29, %30, %31"
-#define WEFT_GEMM_ACC_O3 , "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define WEFT_GEMM_ACC_O3 , WEFT_GEMM_D8(24)
 #else
 #define WEFT_GEMM_ACC_S3 ""
 #define WEFT_GEMM_ACC_O3
 #endif
 #if WEFT_GEMM_WG_N > 64
 #define WEFT_GEMM_ACC_S4 ", %32, %33, %34, %35, %36, %37, %38, %39"
-#define WEFT_GEMM_ACC_O4 , "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+#define WEFT_GEMM_ACC_O4 , WEFT_GEMM_D8(32)
 #else
 #define WEFT_GEMM_ACC_S4 ""
 #define WEFT_GEMM_ACC_O4
 #endif
 #if WEFT_GEMM_WG_N > 80
 #define WEFT_GEMM_ACC_S5 ", %40, %41, %42, %43, %44, %45, %46, %47"
-#define WEFT_GEMM_ACC_O5 , "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define WEFT_GEMM_ACC_O5 , WEFT_GEMM_D8(40)
 #else
 #define WEFT_GEMM_ACC_S5 ""
 #define WEFT_GEMM_ACC_O5
 #endif
 #if WEFT_GEMM_WG_N > 96
 #define WEFT_GEMM_ACC_S6 ", %48, %49, %50, %51, %52, %53, %54, %55"
-#define WEFT_GEMM_ACC_O6 , "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+#define WEFT_GEMM_ACC_O6 , WEFT_GEMM_D8(48)
 #else
 #define WEFT_GEMM_ACC_S6 ""
 #define WEFT_GEMM_ACC_O6
 #endif
 #if WEFT_GEMM_WG_N > 112
 #define WEFT_GEMM_ACC_S7 ", %56, %57, %58, %59, %60, %61, %62, %63"
-#define WEFT_GEMM_ACC_O7 , "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define WEFT_GEMM_ACC_O7 , WEFT_GEMM_D8(56)
 #else
 #define WEFT_GEMM_ACC_S7 ""
 #define WEFT_GEMM_ACC_O7
 #endif
 #if WEFT_GEMM_WG_N > 128
 #define WEFT_GEMM_ACC_S8 ", %64, %65, %66, %67, %68, %69, %70, %71"
-#define WEFT_GEMM_ACC_O8 , "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+#define WEFT_GEMM_ACC_O8 , WEFT_GEMM_D8(64)
 #else
 #define WEFT_GEMM_ACC_S8 ""
 #define WEFT_GEMM_ACC_O8
 #endif
 #if WEFT_GEMM_WG_N > 144
 #define WEFT_GEMM_ACC_S9 ", %72, %73, %74, %75, %76, %77, %78, %79"
-#define WEFT_GEMM_ACC_O9 , "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+#define WEFT_GEMM_ACC_O9 , WEFT_GEMM_D8(72)
 #else
 #define WEFT_GEMM_ACC_S9 ""
 #define WEFT_GEMM_ACC_O9
 #endif
 #if WEFT_GEMM_WG_N > 160
 #define WEFT_GEMM_ACC_S10 ", %80, %81, %82, %83, %84, %85, %86, %87"
-#define WEFT_GEMM_ACC_O10 , "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#define WEFT_GEMM_ACC_O10 , WEFT_GEMM_D8(80)
 #else
 #define WEFT_GEMM_ACC_S10 ""
 #define WEFT_GEMM_ACC_O10
 #endif
 #if WEFT_GEMM_WG_N > 176
 #define WEFT_GEMM_ACC_S11 ", %88, %89, %90, %91, %92, %93, %94, %95"
-#define WEFT_GEMM_ACC_O11 , "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define WEFT_GEMM_ACC_O11 , WEFT_GEMM_D8(88)
 #else
 #define WEFT_GEMM_ACC_S11 ""
 #define WEFT_GEMM_ACC_O11
 #endif
 #if WEFT_GEMM_WG_N > 192
 #define WEFT_GEMM_ACC_S12 ", %96, %97, %98, %99, %100, %101, %102, %103"
-#define WEFT_GEMM_ACC_O12 , "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+#define WEFT_GEMM_ACC_O12 , WEFT_GEMM_D8(96)
 #else
 #define WEFT_GEMM_ACC_S12 ""
 #define WEFT_GEMM_ACC_O12
 #endif
 #if WEFT_GEMM_WG_N > 208
 #define WEFT_GEMM_ACC_S13 ", %104, %105, %106, %107, %108, %109, %110, %111"
-#define WEFT_GEMM_ACC_O13 , "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+#define WEFT_GEMM_ACC_O13 , WEFT_GEMM_D8(104)
 #else
 #define WEFT_GEMM_ACC_S13 ""
 #define WEFT_GEMM_ACC_O13
 #endif
 #if WEFT_GEMM_WG_N > 224
 #define WEFT_GEMM_ACC_S14 ", %112, %113, %114, %115, %116, %117, %118, %119"
-#define WEFT_GEMM_ACC_O14 , "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+#define WEFT_GEMM_ACC_O14 , WEFT_GEMM_D8(112)
 #else
 #define WEFT_GEMM_ACC_S14 ""
 #define WEFT_GEMM_ACC_O14
 #endif
 #if WEFT_GEMM_WG_N > 240
 #define WEFT_GEMM_ACC_S15 ", %120, %121, %122, %123, %124, %125, %126, %127"
-#define WEFT_GEMM_ACC_O15 , "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define WEFT_GEMM_ACC_O15 , WEFT_GEMM_D8(120)
 #else
 #define WEFT_GEMM_ACC_S15 ""
 #define WEFT_GEMM_ACC_O15
@@ -717,20 +723,20 @@ __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
 #define WEFT_GEMM_ACC_END "m64n256k16", "%128, %129", "%130"
 #endif
 /* the asm text, from WEFT_GEMM_ACC_END's three strings */
-#define WEFT_GEMM_ACC_ASM(shape, in, scale)                                                       \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n"                                              \
-  "wgmma.mma_async.sync.aligned." shape "." WEFT_GEMM_WGMMA_TYPES " {" WEFT_GEMM_ACC_S0              \
-  WEFT_GEMM_ACC_S1 WEFT_GEMM_ACC_S2 WEFT_GEMM_ACC_S3 WEFT_GEMM_ACC_S4 WEFT_GEMM_ACC_S5               \
-  WEFT_GEMM_ACC_S6 WEFT_GEMM_ACC_S7 WEFT_GEMM_ACC_S8 WEFT_GEMM_ACC_S9 WEFT_GEMM_ACC_S10              \
-  WEFT_GEMM_ACC_S11 WEFT_GEMM_ACC_S12 WEFT_GEMM_ACC_S13 WEFT_GEMM_ACC_S14 WEFT_GEMM_ACC_S15          \
+#define WEFT_GEMM_ACC_ASM(shape, in, scale)                                                      \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n"                                             \
+  "wgmma.mma_async.sync.aligned." shape "." WEFT_GEMM_WGMMA_TYPES " {" WEFT_GEMM_ACC_S0             \
+  WEFT_GEMM_ACC_S1 WEFT_GEMM_ACC_S2 WEFT_GEMM_ACC_S3 WEFT_GEMM_ACC_S4 WEFT_GEMM_ACC_S5              \
+  WEFT_GEMM_ACC_S6 WEFT_GEMM_ACC_S7 WEFT_GEMM_ACC_S8 WEFT_GEMM_ACC_S9 WEFT_GEMM_ACC_S10             \
+  WEFT_GEMM_ACC_S11 WEFT_GEMM_ACC_S12 WEFT_GEMM_ACC_S13 WEFT_GEMM_ACC_S14 WEFT_GEMM_ACC_S15         \
   "}, " in ", p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
 #define WEFT_GEMM_APPLY(macro, args) macro(args)
 __device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
   asm volatile(WEFT_GEMM_APPLY(WEFT_GEMM_ACC_ASM, WEFT_GEMM_ACC_END)
                : WEFT_GEMM_ACC_O0 WEFT_GEMM_ACC_O1 WEFT_GEMM_ACC_O2 WEFT_GEMM_ACC_O3 WEFT_GEMM_ACC_O4
                  WEFT_GEMM_ACC_O5 WEFT_GEMM_ACC_O6 WEFT_GEMM_ACC_O7 WEFT_GEMM_ACC_O8 WEFT_GEMM_ACC_O9
-                 WEFT_GEMM_ACC_O10 WEFT_GEMM_ACC_O11 WEFT_GEMM_ACC_O12 WEFT_GEMM_ACC_O13 WEFT_GEMM_ACC_O14
-                 WEFT_GEMM_ACC_O15
+                 WEFT_GEMM_ACC_O10 WEFT_GEMM_ACC_O11 WEFT_GEMM_ACC_O12 WEFT_GEMM_ACC_O13
+                 WEFT_GEMM_ACC_O14 WEFT_GEMM_ACC_O15
                : "l"(da), "l"(db), "r"(scale_d));
 }
 

@@ -213,7 +213,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * 11.7-24.6 us against 12.8-26.8 for 64x128 in 2, -8 to -10%, and -8 to -10% at m = 80-112;
      * at n = 8192 64x128 unsplit stays ahead) */
     long long col64 = (p->n + 63) / 64;
-    if (p->m > 64 && (col64 * 5 < 2LL * sms || (!p->b_kmajor && col64 * 2 <= sms))) c->bm = 128, c->bn = 64;
+    if (p->m > 64 && (col64 * 5 < 2LL * sms || (!p->b_kmajor && col64 * 2 <= sms)))
+      c->bm = 128, c->bn = 64;
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
      * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
@@ -285,7 +286,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
       int tiles, splits;
       tail_plan(units, clusters, nkb, w->bn, GEMM_TAIL_SPLITS, 128LL * w->bn, 2, ws_floats,
                 ws_counters, &tiles, &splits);
-      double ts = ((double)(units / clusters * nkb) + (double)nkb / splits) * w->bn * cost + GEMM_TAIL_CHOICE_COST;
+      double ts = ((double)(units / clusters * nkb) + (double)nkb / splits) * w->bn * cost +
+                  GEMM_TAIL_CHOICE_COST;
       if (tiles && ts < t) t = ts;
       if (best == 0 || t < best) best = t, best_i = i;
     }

@@ -152,7 +152,8 @@ static void one(const weft_gemm_problem_t *p, const char *what) {
 }
 
 /* Hooks on (waits already satisfied, notifies counted) against hooks off, and split-K twice;
- * on an SM budget of `sms` (0: none), which may split the last wave (tail_split). */
+ * on an SM budget of `sms` (0: none), which may split the last wave (tail_split); tiles bn wide
+ * (0: the heuristic's width), as in the three functions below. */
 static void hooks_identical(const weft_gemm_problem_t *p, int sms, int bn) {
   buffers_t x;
   setup(&x, p);
@@ -302,8 +303,9 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   teardown(&x);
 }
 
-/* The largest SM budget up to max_sms on which the heuristic's configuration for p splits its
- * last wave (its tail tiles and splits in *tiles, *splits); 0 (a failed check) where none does. */
+/* The largest SM budget up to max_sms on which the heuristic's configuration for p (bn wide)
+ * splits its last wave (its tail tiles and splits in *tiles, *splits); 0 (a failed check) where
+ * none does. */
 static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int bn, int *tiles, int *splits) {
   weft_gemm_config_t cfg;
   heuristic(p, bn, &cfg);
