@@ -66,9 +66,12 @@ def run(BM, BN, bkmajor, cluster, out_size, M, N, K, EPI_BUFS=2, stages=2):
     Bg = Bnk if bkmajor else Bnk.T.copy()  # [N,K] or [K,N]
     C = np.full((M, N), np.nan)
     tiles_m, tiles_n = -(-M // BM), -(-N // BN)
-    EPI_BOXES = WG_N * out_size // 128
+    EPI_BOXES = -(-WG_N * out_size // 128)
     EPI_BUFS = min(EPI_BUFS, EPI_BOXES)
+    assert EPI_BOXES % EPI_BUFS == 0
     BOX_COLS = 128 // out_size
+    def box_col(box):  # WEFT_GEMM_BOX_COL: the last box ends at the warpgroup's last column
+        return min(box * BOX_COLS, WG_N - BOX_COLS)
     for tm0 in range(0, tiles_m, cluster):
         for tn in range(tiles_n):
             # both CTAs of a cluster share smem contents for B; emulate each CTA separately
@@ -131,7 +134,7 @@ def run(BM, BN, bkmajor, cluster, out_size, M, N, K, EPI_BUFS=2, stages=2):
                                     warp, lane = wtid // 32, wtid % 32
                                     r_lo = 16 * warp + lane // 4
                                     for jq in range(4):
-                                        j = box * 4 + jq
+                                        j = box_col(box) // 8 + jq
                                         for h in range(2):
                                             row = r_lo + 8 * h
                                             colb = 8 * jq + 2 * (lane & 3)
@@ -141,7 +144,7 @@ def run(BM, BN, bkmajor, cluster, out_size, M, N, K, EPI_BUFS=2, stages=2):
                             else:
                                 for warp in range(4):
                                     for jq in range(4):
-                                        jj = box * 4 + jq
+                                        jj = box_col(box) // 16 + jq
                                         addrs = []
                                         for lane in range(32):
                                             mi = lane >> 3
@@ -158,7 +161,7 @@ def run(BM, BN, bkmajor, cluster, out_size, M, N, K, EPI_BUFS=2, stages=2):
                                                     SM.st(addrs[8 * mi + r] + cc * 2, val)
                         for bi in range(EPI_BUFS):
                             box = rnd * EPI_BUFS + bi
-                            tma_store(SM, stg + bi * 8192, C, n0 + col_off + box * BOX_COLS, m0 + row_off, BOX_COLS, 64, out_size)
+                            tma_store(SM, stg + bi * 8192, C, n0 + col_off + box_col(box), m0 + row_off, BOX_COLS, 64, out_size)
     ref = Ag @ Bnk.T
     ok = np.array_equal(C, ref)
     bad = np.sum(~(C == ref))
@@ -175,6 +178,11 @@ for args in [
     (64, 128, 1, 1, 2, 50, 136, 64),
     (64, 128, 0, 1, 2, 64, 128, 128),
     (64, 256, 0, 1, 4, 64, 256, 64),
+    # widths between the multiples of 64: the last staging box overlaps the one before it
+    (128, 240, 1, 2, 2, 260, 500, 64),
+    (128, 176, 1, 2, 2, 130, 360, 64, 3),
+    (128, 208, 1, 1, 4, 128, 420, 64, 1),
+    (128, 176, 1, 1, 4, 128, 200, 64),
 ]:
     allok &= run(*args)
 print("ALL OK" if allok else "FAILED")
