@@ -71,6 +71,10 @@ weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *fi
 bool weft_env_u64(const char *name, uint64_t def, bool allow_suffix, uint64_t *out);
 /* Whether an environment variable is set to exactly `value` ("1" for the on/off switches). */
 bool weft_env_is(const char *name, const char *value);
+/* For tools and tests (their check macros): "<where>: <call> failed: <last error>" on stderr,
+ * with the status's name before the last error where that text is not this call's own (whose
+ * text starts with the name). */
+void weft_report_failure(const char *where, const char *call, weft_status_t status);
 /* Parses "123", "4K", "2M", "1G" into bytes; false if malformed. */
 bool weft_parse_size(const char *s, uint64_t *out);
 

@@ -10,7 +10,6 @@
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "runtime/comm.h"
 #include "runtime/loader.h"
@@ -41,11 +40,7 @@ typedef struct bench {
   do {                                                                                    \
     weft_status_t st_ = (call);                                                           \
     if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
-      /* the last error's text starts with the status name when it is this call's */    \
-      const char *s_ = weft_get_error_string(st_), *e_ = weft_get_last_error();          \
-      int own_ = !strncmp(e_, s_, strlen(s_));                                            \
-      fprintf(stderr, "weft-bench: %s failed: %s%s%s\n", #call, own_ ? "" : s_,          \
-              own_ ? "" : ": ", e_);                                                      \
+      weft_report_failure("weft-bench", #call, st_);                                      \
       exit(1);                                                                            \
     }                                                                                     \
   } while (0)

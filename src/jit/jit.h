@@ -129,10 +129,11 @@ typedef weft_status_t (*weft_autotune_run_t)(weft_comm_t *comm, const void *ctx,
 
 /* The distributed autotuner: the index of the fastest of the candidates names[0..n) (or of an
  * earlier one within 3% of it: weft_autotune_pick) for the op `key` names (op, shapes, dtypes,
- * layout; world size, GPU and version are added), in *best, the same on every rank; -1 when no decision can be made now (a rank is capturing a graph: the
- * caller takes its heuristic). Collective over the world, like the op. Decided once per key and
- * process: the process's table, else an agreed disk entry (<cache dir>/autotune), else timed
- * trials of every candidate on the caller's buffers (autotune.c). */
+ * layout; world size, GPU and version are added), in *best, the same on every rank; -1 when no
+ * decision can be made now (a rank is capturing a graph: the caller takes its heuristic).
+ * Collective over the world, like the op. Decided once per key and process: the process's table,
+ * else an agreed disk entry (<cache dir>/autotune), else timed trials of every candidate on the
+ * caller's buffers (autotune.c). */
 weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *const *names, int n,
                             weft_autotune_run_t run, const void *ctx, CUstream stream, int *best);
 

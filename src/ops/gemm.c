@@ -439,23 +439,26 @@ static int grid_clusters(const weft_gemm_config_t *c, const weft_gemm_hooks_t *h
   return clusters < 1 ? 1 : clusters;
 }
 
-/* The configuration that runs (*cfg, or *tmp) and its loaded kernel. A split-tail
- * configuration runs the split-tail kernel only where this launch splits a tail (weft_gemm_tail),
- * else the whole-tile kernel: the tail's decode slowed the producer thread of 128-column tiles
+/* The configuration that runs (*cfg, or *tmp), its loaded kernel and the launch's split tail
+ * (weft_gemm_tail: *tail_tiles cluster tiles in *tail_ks splits; 0 and 1 without). A split-tail
+ * configuration runs the split-tail kernel only where this launch splits a tail, else the
+ * whole-tile kernel: the tail's decode slowed the producer thread of 128-column tiles
  * with hooks (H100: wait +2-3%). A cluster reduction becomes the workspace reduction of the same
  * splits (the same sums) under a notify hook, whose contract (+1 per stored sub-tile) is the
  * workspace reduction's, and where the GPCs cannot hold all of its clusters at once (clusters of
  * 3 CTAs on an H100 ran a second wave: 1.2x the time). */
 static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                   const weft_gemm_config_t **cfg, const weft_gemm_hooks_t *h,
-                                  weft_gemm_config_t *tmp, struct weft_gemm_kernel **g) {
+                                  weft_gemm_config_t *tmp, struct weft_gemm_kernel **g,
+                                  int *tail_tiles, int *tail_ks) {
   const weft_gemm_config_t *c = *cfg;
+  *tail_tiles = 0, *tail_ks = 1;
   if (tail_split(c)) {
     *tmp = *c, tmp->tail_splits = 0;
     WEFT_CHECK(gemm_kernel(comm, p, tmp, h, g));
-    int splits;
-    if (!weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
-                        comm->ops.gemm_ws_counters, &splits)) {
+    *tail_tiles = weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
+                                 comm->ops.gemm_ws_counters, tail_ks);
+    if (!*tail_tiles) {
       *cfg = tmp;
       return WEFT_STATUS_SUCCESS;
     }
@@ -491,8 +494,9 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks) {
   struct weft_gemm_kernel *g;
   weft_gemm_config_t tmp;
+  int tail_tiles, tail_ks;
   WEFT_CHECK(weft_comm_make_current(comm));
-  return gemm_resolve(comm, p, &cfg, hooks, &tmp, &g);
+  return gemm_resolve(comm, p, &cfg, hooks, &tmp, &g, &tail_tiles, &tail_ks);
 }
 
 /* ---- launch ---------------------------------------------------------------------------------- */
@@ -562,7 +566,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
                     "segment's %d rows", p->m, seg);
   struct weft_gemm_kernel *g;
-  WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g));
+  int tail, tail_ks;
+  WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
   int cs = cluster_size(cfg), clustered = k_clustered(cfg);
   /* (after gemm_resolve: a cluster reduction it turned into the workspace one needs it) */
@@ -593,8 +598,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
   int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
   int clusters = grid_clusters(cfg, h, g);
-  /* a split tail (g is its kernel, gemm_resolve): the kernel's k_splits are the tail's */
-  int tail_ks, tail = weft_gemm_tail(p, cfg, clusters, o->gemm_ws_floats, o->gemm_ws_counters, &tail_ks);
+  /* a split tail (g is its kernel): the kernel's k_splits are the tail's */
   if (tail) work += tail * (tail_ks - 1), ks = tail_ks;
   if (clusters > work) clusters = work;
 

@@ -99,9 +99,10 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
         plans[n++] = (weft_ops_plan_t){a, 0, consumers[g]};
   }
   for (int i = 0; i < n; i++) {
-    int len = snprintf(names[i], 32, "%s", algo_word(plans[i].algo));
-    if (plans[i].bn) len += snprintf(names[i] + len, 32 - (size_t)len, "/bn%d", plans[i].bn);
-    if (plans[i].comm_sms) snprintf(names[i] + len, 32 - (size_t)len, "/sms%d", plans[i].comm_sms);
+    size_t size = sizeof names[i];
+    int len = snprintf(names[i], size, "%s", algo_word(plans[i].algo));
+    if (plans[i].bn) len += snprintf(names[i] + len, size - (size_t)len, "/bn%d", plans[i].bn);
+    if (plans[i].comm_sms) snprintf(names[i] + len, size - (size_t)len, "/sms%d", plans[i].comm_sms);
   }
   return n;
 }

@@ -145,6 +145,12 @@ bool weft_parse_size(const char *s, uint64_t *out) {
   return true;
 }
 
+void weft_report_failure(const char *where, const char *call, weft_status_t status) {
+  const char *name = weft_get_error_string(status), *text = weft_get_last_error();
+  int own = !strncmp(text, name, strlen(name));
+  fprintf(stderr, "%s: %s failed: %s%s%s\n", where, call, own ? "" : name, own ? "" : ": ", text);
+}
+
 bool weft_env_is(const char *name, const char *value) {
   const char *v = getenv(name);
   return v && !strcmp(v, value);

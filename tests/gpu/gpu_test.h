@@ -18,11 +18,9 @@
   do {                                                                                    \
     weft_status_t st_ = (call);                                                           \
     if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
-      /* the last error's text starts with the status name when it is this call's */    \
-      const char *s_ = weft_get_error_string(st_), *e_ = weft_get_last_error();          \
-      int own_ = !strncmp(e_, s_, strlen(s_));                                            \
-      fprintf(stderr, "%s:%d: %s failed: %s%s%s\n", __FILE__, __LINE__, #call,            \
-              own_ ? "" : s_, own_ ? "" : ": ", e_);                                      \
+      char where_[256];                                                                   \
+      snprintf(where_, sizeof where_, "%s:%d", __FILE__, __LINE__);                       \
+      weft_report_failure(where_, #call, st_);                                            \
       exit(1);                                                                            \
     }                                                                                     \
   } while (0)
