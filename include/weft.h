@@ -279,9 +279,10 @@ typedef enum weft_red_op {
   WEFT_RED_OP_SUM = 0
 } weft_red_op_t;
 
-/* The largest array (bytes) WEFT_ALGO_LL takes: weft_allreduce's count * element size,
- * weft_reduce_scatter's recvcount * element size. */
-#define WEFT_ALLREDUCE_LL_MAX_BYTES (256u << 10)
+/* The largest array (bytes) WEFT_ALGO_LL takes on a node of `world` ranks: weft_allreduce's
+ * count * element size, weft_reduce_scatter's recvcount * element size (2 MiB at 2 ranks, 1 MiB
+ * at 4, 512 KiB at 8). Its LL area, 16 MiB of every rank's heap, is taken at weft_comm_init. */
+#define WEFT_ALLREDUCE_LL_MAX_BYTES(world) ((size_t)(4u << 20) / (size_t)(world))
 
 /* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, summed in fp32
  * in rank order 0, 1, ..., world - 1 and rounded once to the element type (round to nearest
@@ -302,8 +303,9 @@ typedef enum weft_red_op {
  * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
  * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank);
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
- * at most WEFT_ALLREDUCE_LL_MAX_BYTES per segment, no handshake.
- * AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES per segment, SM above. Every rank must pass the
+ * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake.
+ * AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * recvcount * element size, SM
+ * above. Every rank must pass the
  * same algo and recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
@@ -313,13 +315,13 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * recvbuf ([count] elements each) must both come from weft_malloc (symmetric); in place when
  * recvbuf == sendbuf, else they must not overlap.
  * Algorithms: WEFT_ALGO_LL, one-shot in LL lines through an internal symmetric buffer, at most
- * WEFT_ALLREDUCE_LL_MAX_BYTES, no handshake; WEFT_ALGO_SM, one-shot: every rank reads every
+ * WEFT_ALLREDUCE_LL_MAX_BYTES(world), no handshake; WEFT_ALGO_SM, one-shot: every rank reads every
  * rank's sendbuf whole (not in place: peers still read a rank's sendbuf while it writes its
  * recvbuf); WEFT_ALGO_TWO_SHOT, one kernel in which every rank reduces 1/world of the array from
  * all sendbufs and stores the result into every rank's recvbuf (ReduceScatter and AllGather
- * fused). AUTO: LL up to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (provisional, to be
- * measured; AUTO never picks one-shot, whose in-place restriction would let ranks that differ in
- * in-place-ness choose different algorithms). Every rank must pass the same algo and count. */
+ * fused). AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * count * element size
+ * (on two H100s LL beat two-shot up to 2 MiB and lost at 4), two-shot above; never one-shot,
+ * whose in-place restriction would let ranks that differ in in-place-ness choose differently. Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);

@@ -270,7 +270,7 @@ static int red_main(int argc, char **argv, int allreduce) {
     size_t count = allreduce ? total / elem : total / (elem * world);
     if (count == 0) continue;
     size_t in = allreduce ? count : count * world, out = count, tot = in * elem;
-    if (allreduce && x.algo == WEFT_ALGO_LL && tot > WEFT_ALLREDUCE_LL_MAX_BYTES) break;
+    if (x.algo == WEFT_ALGO_LL && out * elem > WEFT_ALLREDUCE_LL_MAX_BYTES(world)) break;
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
     int wrong[2] = {0, 0};

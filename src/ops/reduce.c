@@ -5,7 +5,7 @@
  * AllReduce sendbuf, recvbuf [count], both symmetric.
  *
  * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
- * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES)], and the copy-engine ReduceScatter's
+ * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))], and the copy-engine ReduceScatter's
  * staging, [world][slot] with world * slot = WEFT_REDUCE_STAGING_BYTES (default 32 MiB).
  */
 #include "ops.h"
@@ -17,12 +17,16 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
-/* Provisional thresholds, to be measured (weft-bench allreduce / reduce_scatter). AllReduce: LL up
- * to WEFT_ALLREDUCE_LL_MAX_BYTES, two-shot above (one-shot reads (world - 1) whole arrays per
- * rank, two-shot moves 2 (world - 1) / world of one; one-shot may win between the two, but cannot
- * run in place, so AUTO leaves it out). ReduceScatter: AUTO takes the SM pull; the copy-engine
- * form (staged in 16 MiB rounds, each waited for) lost to it on nvidia-h200-x2 (2026-11-23,
- * 128/256 MB: 175-180 GB/s busbw against the SM pull's 288 at 64 MB and NCCL's 220-229). */
+/* AUTO's choices. LL while each rank pushes at most RED_LL_AUTO_PUSH bytes ((world - 1) copies
+ * of the array, or of its segments, in 16-byte lines carrying 8): on nvidia-h100-x2 (2026-11-25,
+ * dev/collectives/ar_sweep.sh) LL AllReduce beat two-shot up to 2 MiB (19.1 against 22.2 us) and
+ * lost at 4 MiB (34.5 against 28.2), LL ReduceScatter beat the SM pull up to 2 MiB segments;
+ * at more ranks each byte goes to more peers, so the limit in bytes shrinks with the world. Above
+ * it, AllReduce takes two-shot (one-shot reads (world - 1) whole arrays per rank and cannot run
+ * in place, so AUTO leaves it out); ReduceScatter the SM pull (the copy-engine form, staged in
+ * 16 MiB rounds, each waited for, lost to it on nvidia-h200-x2, 2026-11-23: 175-180 GB/s busbw
+ * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229). */
+#define RED_LL_AUTO_PUSH (2u << 20)
 #define RED_STAGING_DEFAULT (32ull << 20)
 #define RED_THREADS 512
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
@@ -36,7 +40,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
-  o->red_ll_slot = (WEFT_ALLREDUCE_LL_MAX_BYTES + 7) / 8 * 16;
+  o->red_ll_slot = (WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) + 7) / 8 * 16;
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
   if (!weft_env_u64("WEFT_REDUCE_STAGING_BYTES", RED_STAGING_DEFAULT, true, &staging))
@@ -73,6 +77,12 @@ static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_o
   return WEFT_STATUS_SUCCESS;
 }
 
+/* Whether AUTO takes LL for an array (AllReduce) or segment (ReduceScatter) of `bytes`. */
+static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
+  return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
+         (size_t)(comm->local_world - 1) * bytes <= RED_LL_AUTO_PUSH;
+}
+
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
   unsigned long long b = (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK;
   return b < 1 ? 1 : b > (unsigned long long)comm->ops.sms ? (unsigned)comm->ops.sms : (unsigned)b;
@@ -90,7 +100,7 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
   return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
 }
 
-/* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES) of send: AllReduce with
+/* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
  * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart. About 2 lines per thread. */
 static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                             size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
@@ -172,9 +182,11 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   int in_place = recv == send + (size_t)comm->local_rank * seg;
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
-  if (algo == WEFT_ALGO_AUTO) algo = seg <= WEFT_ALLREDUCE_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_SM;
-  WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= WEFT_ALLREDUCE_LL_MAX_BYTES,
-           "WEFT_ALGO_LL takes at most %u bytes per segment, not %zu", WEFT_ALLREDUCE_LL_MAX_BYTES, seg);
+  size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
+  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= ll_max,
+           "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
+           comm->local_world, seg);
   WEFT_CHECK(weft_comm_make_current(comm));
   CUstream s = (CUstream)stream;
   if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
@@ -207,10 +219,10 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
            "recvbuf overlaps sendbuf without being equal to it (in place)");
   /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
    * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
-  if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
-  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES,
-           "WEFT_ALGO_LL takes at most %u bytes, not %zu", WEFT_ALLREDUCE_LL_MAX_BYTES, bytes);
+  size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
+  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
+           "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world, bytes);
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,
            "WEFT_ALGO_SM (one-shot) cannot run in place: peers read sendbuf while recvbuf is "
            "written (use two-shot or LL)");

@@ -17,8 +17,10 @@ static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_TWO_SHOT, WEFT_ALGO_
 static const char *anames[] = {"SM one-shot", "two-shot", "LL", "auto"};
 static const weft_dtype_t dts[] = {WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32};
 
+static int world; /* ranks */
+
 static int takes(weft_algo_t a, size_t bytes, int in_place) {
-  if (a == WEFT_ALGO_LL) return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES;
+  if (a == WEFT_ALGO_LL) return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(world);
   if (a == WEFT_ALGO_SM) return !in_place;
   return 1;
 }
@@ -40,6 +42,7 @@ int main(void) {
   rt_t t;
   rt_init(&t, "test_allreduce.cu");
   int me = t.rank;
+  world = t.world;
   size_t max_bytes = MAX_COUNT * 4;
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&sendb));
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&recvb));
@@ -95,9 +98,11 @@ int main(void) {
   printf("[%d] counts 1 .. 64M, every algorithm: %s (largest normalised error %.3f ulp)\n", me,
          fails ? "FAILED" : "ok", worst);
 
-  /* In place (sendbuf == recvbuf), every algorithm that takes it, sizes around each threshold. */
+  /* In place (sendbuf == recvbuf), every algorithm that takes it, bf16 sizes around each
+   * threshold: AUTO's LL limit (each rank pushes 2 MiB) and LL's largest. */
   {
-    const size_t counts[] = {3, 4099, WEFT_ALLREDUCE_LL_MAX_BYTES / 2, (1u << 20) / 2 + 5, 3000001};
+    size_t auto_ll = ((size_t)2 << 20) / (size_t)(world - 1) / 2, ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2;
+    const size_t counts[] = {3, 4099, auto_ll, auto_ll + 1, ll_max, ll_max + 5, 3000001};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
       for (int a = 0; a < 4; a++) {

@@ -15,12 +15,13 @@
 #define GUARD 256               /* bytes poisoned on each side of the output */
 
 /* LL last: the graph and straggler blocks take the first three (AUTO is LL on their fp16/bf16
- * calls); LL runs where a segment fits (WEFT_ALLREDUCE_LL_MAX_BYTES). */
+ * calls); LL runs where a segment fits (WEFT_ALLREDUCE_LL_MAX_BYTES(world)). */
 static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_AUTO, WEFT_ALGO_LL};
 static const char *anames[] = {"SM", "copy engine", "auto", "LL"};
 #define NALGOS 4
+static int world; /* ranks */
 static int algo_takes(weft_algo_t a, size_t seg_bytes) {
-  return a != WEFT_ALGO_LL || seg_bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES;
+  return a != WEFT_ALGO_LL || seg_bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(world);
 }
 static const weft_dtype_t dts[] = {WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32};
 
@@ -41,7 +42,8 @@ int main(void) {
   setenv("WEFT_REDUCE_STAGING_BYTES", "4M", 0);
   rt_t t;
   rt_init(&t, "test_reduce_scatter.cu");
-  int me = t.rank, world = t.world;
+  int me = t.rank;
+  world = t.world;
   size_t max_bytes = MAX_TOTAL * 4;
   OK(weft_malloc(t.comm, max_bytes + 4096, (void **)&sendb));
   CUdeviceptr recvd, nsend, nrecv; /* recv outside the heap: any device memory is allowed */
