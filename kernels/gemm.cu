@@ -93,7 +93,7 @@
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
  *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets (48 and 224
- *                        with TAIL and the wait or the scatter)
+ *                        with TAIL and a hook)
  *
  * Kernel parameters, in order:
  *   0  const weft_gemm_tmap_t tm_a      (__grid_constant__, 128-byte CUtensorMap by value)
@@ -240,11 +240,11 @@
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
 #endif
-/* (literals: the setmaxnreg text.) The split tail's decode beside the wait or the fused scatter
- * in 40 producer registers: the scatter's storers spilled on 208-column tiles, and the wait cost
- * 1% more than with 48 (H100, gemm_dev: 8192x1792x4096 on 224 columns 179.6 us against 177.7,
- * plain 177.8; dev/gemm/NOTES.md). The notify alone keeps 40/232. */
-#if WEFT_GEMM_TAIL && (WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_SCATTER)
+/* (literals: the setmaxnreg text.) The split tail's decode beside a hook in 40 producer
+ * registers: the fused scatter's storers spilled on 208-column tiles, and the wait cost 1% more
+ * than with 48 (H100, gemm_dev: 8192x1792x4096 on 224 columns 179.6 us against 177.7, plain
+ * 177.8; dev/gemm/NOTES.md) */
+#if WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_NOTIFY
 #ifndef WEFT_GEMM_PRODUCER_REGS
 #define WEFT_GEMM_PRODUCER_REGS 48
 #endif
