@@ -71,6 +71,15 @@
  *                        After the stores complete, +1 (release.sys) on the counter at
  *                        notify_counters + q * peer_stride bytes: each owner's own counter.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
+ *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
+ *                        form. C is not written: each 8 bytes of C (element index row * ldc +
+ *                        col, ldc = N, N * outsize a multiple of 8) go as one 16-byte LL line
+ *                        {data, flag, data, flag} (kernels/reduce.cu's weft_red_ll layout) into
+ *                        slot ll_rank of every rank's LL area, flagged with e = *ll_epoch + 1:
+ *                        line l at c + ((e & 1) * ll_world + ll_rank) * ll_slot + 16 l, rank q's
+ *                        copy (q - ll_rank) * peer_stride bytes from it (params 3, 20, 22-25).
+ *                        weft_red_ll (no push) then sums the slots. 16-bit C: lanes 2i and 2i+1
+ *                        swap halves so that each holds 4 consecutive elements of one row.
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
  *                        memory instead of the workspace: CTA r owns the accumulator column
@@ -139,6 +148,10 @@
  *                                       buffer to the next rank's in this address space
  *  21  int tail_tiles                   TAIL: cluster tiles split at the end of the order (0:
  *                                       none), fewer than the order's cluster tiles
+ *  22  const unsigned long long *ll_epoch  LL: this rank's reduction epoch word (the call's
+ *                                       flag is one more); c (param 3) is this rank's LL area
+ *  23  unsigned long long ll_slot       LL: bytes of one rank's slot of the area
+ *  24  int ll_rank, 25 int ll_world     LL: this rank and the ranks of the area
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
@@ -323,6 +336,12 @@
 #endif
 #if WEFT_GEMM_SCATTER && (!WEFT_GEMM_HOOK_NOTIFY || !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_SPLITK)
 #error "WEFT_GEMM_SCATTER needs HOOK_NOTIFY, NOTIFY_SYS and the TMA-store epilogue (no SPLITK)"
+#endif
+#ifndef WEFT_GEMM_LL
+#define WEFT_GEMM_LL 0
+#endif
+#if WEFT_GEMM_LL && (!WEFT_GEMM_SPLITK || WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_HOOK_WAIT)
+#error "WEFT_GEMM_LL is an epilogue of the direct-store kernel (SPLITK) without hooks"
 #endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_SPLITK
 #error "WEFT_GEMM_TAIL splits the TMA-store kernel's last wave; SPLITK splits every tile"
@@ -533,6 +552,63 @@ __device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64
 #endif
   }
 }
+
+#if WEFT_GEMM_LL
+/* Where the LL epilogue's lines go (see WEFT_GEMM_LL): this rank's slot of this call's parity in
+ * this rank's area; rank q's copy is (q - rank) * peer_stride bytes away. */
+typedef struct weft_gemm_ll {
+  unsigned char *slot;
+  long long peer_stride;
+  u32 flag;
+  int rank, world;
+} weft_gemm_ll_t;
+
+__device__ __forceinline__ weft_gemm_ll_t weft_gemm_ll_dst(void *area, const u64 *epoch, u64 slot,
+                                                          long long peer_stride, int rank, int world) {
+  const u64 e = *(const volatile u64 *)epoch + 1;
+  weft_gemm_ll_t d;
+  d.slot = (unsigned char *)area + ((e & 1) * (u64)world + (u64)rank) * slot;
+  d.peer_stride = peer_stride, d.flag = (u32)e, d.rank = rank, d.world = world;
+  return d;
+}
+
+/* Line `line` (8 payload bytes lo | hi << 32) into every rank's copy, this rank's first. */
+__device__ __forceinline__ void weft_gemm_ll_line(const weft_gemm_ll_t *d, u64 line, u32 lo, u32 hi) {
+  unsigned char *at = d->slot + line * 16;
+  for (int k = 0; k < d->world; k++) {
+    const int q = d->rank + k < d->world ? d->rank + k : d->rank + k - d->world;
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(at + (q - d->rank) * d->peer_stride),
+                 "r"(lo), "r"(d->flag), "r"(hi), "r"(d->flag)
+                 : "memory");
+  }
+}
+
+/* weft_gemm_store_group's LL form: the same fragment as LL lines. Every lane of the warp must
+ * call it (16-bit C: the halves are swapped between lane pairs first). */
+__device__ __forceinline__ void weft_gemm_ll_group(const weft_gemm_ll_t *d, int M, int N, u64 ldc,
+                                                   int row, int col, float f0, float f1, float f2,
+                                                   float f3) {
+#if WEFT_GEMM_OUT == 2
+  if (col >= N) return; /* N even: col + 1 < N too */
+  if (row < M) weft_gemm_ll_line(d, ((u64)row * ldc + col) / 2, __float_as_uint(f0), __float_as_uint(f1));
+  if (row + 8 < M)
+    weft_gemm_ll_line(d, ((u64)(row + 8) * ldc + col) / 2, __float_as_uint(f2), __float_as_uint(f3));
+#else
+  /* the even lane holds cols col, col + 1 and the odd one col + 2, col + 3 of rows row and
+   * row + 8: the even lane sends the row + 8 half, the odd one the row half */
+  const u32 p0 = weft_gemm_pack(f0, f1), p1 = weft_gemm_pack(f2, f3);
+  const int odd = threadIdx.x & 1;
+  const u32 got = __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+  const int r = odd ? row + 8 : row, c0 = odd ? col - 2 : col; /* c0 % 4 == 0 */
+  if (r < M && c0 < N) weft_gemm_ll_line(d, ((u64)r * ldc + c0) / 4, odd ? got : p0, odd ? p1 : got);
+#endif
+}
+#define WEFT_GEMM_OUT_GROUP(row, col, f0, f1, f2, f3) \
+  weft_gemm_ll_group(&lld, M, N, ldc, row, col, f0, f1, f2, f3)
+#else
+#define WEFT_GEMM_OUT_GROUP(row, col, f0, f1, f2, f3) \
+  weft_gemm_store_group(c, M, N, ldc, row, col, f0, f1, f2, f3)
+#endif
 
 __device__ __forceinline__ float4 weft_gemm_ld_cg_v4(const float4 *p) {
   float4 v;
@@ -912,7 +988,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
               int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride,
-              int tail_tiles) {
+              int tail_tiles, const u64 *ll_epoch, u64 ll_slot, int ll_rank, int ll_world) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
@@ -972,6 +1048,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   /* the first tail tile's item (TAIL; see weft_gemm_decode) */
   const int first_tail = ctiles_m * tiles_n - (WEFT_GEMM_TAIL ? tail_tiles : 0);
   (void)tail_tiles;
+#if !WEFT_GEMM_LL
+  (void)ll_epoch;
+  (void)ll_slot;
+  (void)ll_rank;
+  (void)ll_world;
+#endif
 
   if (tid == 0) {
     /* the maps' first use otherwise waits for their fetch from parameter space */
@@ -1318,6 +1400,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if WEFT_GEMM_SPLITK
       /* a cluster's tile wholly past M (odd tile-row count) has no partial and no counter */
       if (w.m0 < M) {
+#if WEFT_GEMM_LL
+        const weft_gemm_ll_t lld = weft_gemm_ll_dst(c, ll_epoch, ll_slot, peer_stride, ll_rank, ll_world);
+#endif
         const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
         const int col_a = w.n0 + col_off + 2 * (lane & 3);
 #if WEFT_GEMM_CLUSTER_K > 1
@@ -1355,7 +1440,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
             a0 += x.x, a1 += x.y, a2 += x.z, a3 += x.w;
           }
-          weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * v, a0, a1, a2, a3);
+          WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * v, a0, a1, a2, a3);
         }
         /* this warpgroup has read its part of what the peers sent: tell each of them */
         weft_gemm_named_sync(2 + cw, 128);
@@ -1377,8 +1462,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (last) {
 #pragma unroll
           for (int v = 0; v < nv; v++)
-            weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1],
-                                  d[4 * v + 2], d[4 * v + 3]);
+            WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
         } else {
           /* A partial tile goes to the workspace in the accumulator's own layout: thread wtid of
            * warpgroup cw stores its WG_N/2 floats as WG_N/8 float4s at
@@ -1427,8 +1511,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
               for (int i = 0; i < WEFT_GEMM_VC; i++)
                 if (v0 + i < nv)
-                  weft_gemm_store_group(c, M, N, ldc, row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
-                                        a[4 * i + 2], a[4 * i + 3]);
+                  WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1], a[4 * i + 2],
+                                      a[4 * i + 3]);
             }
 #undef WEFT_GEMM_VC
           }

@@ -24,7 +24,9 @@
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
- *                       ReduceScatter, each rank's segment goes to its owner only). No
+ *                       ReduceScatter, each rank's segment goes to its owner only). send NULL:
+ *                       the reduction only, the lines pushed by another kernel under the same
+ *                       epoch (GEMM + AllReduce's LL form: kernels/gemm.cu, WEFT_GEMM_LL). No
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
@@ -109,7 +111,7 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
   unsigned char *mine = area + (weft_u64_t)me * ll_slot_bytes;
   weft_u64_t lines = (bytes + 7) / 8, l0 = blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x;
   weft_u64_t step = gridDim.x * (weft_u64_t)blockDim.x;
-  for (weft_u64_t l = l0; l < lines; l += step) {
+  for (weft_u64_t l = l0; send && l < lines; l += step) {
     weft_u64_t v = red_ll_get(send, bytes, l);
     for (int k = 0; k < world; k++) {
       int p = me + k < world ? me + k : me + k - world;

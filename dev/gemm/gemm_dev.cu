@@ -610,9 +610,12 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   weft_device_error_t *err = g_err_dev;
   long long ldc = N, peer_stride = 0;
   int tail = 0; /* the split tail (WEFT_GEMM_TAIL) is measured through weft-bench gemm (TS=) */
+  const unsigned long long *ll_epoch = NULL; /* the LL epilogue: weft-bench gemm_ar -a ll */
+  unsigned long long ll_slot = 0;
+  int ll_rank = 0, ll_world = 1;
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
                   &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
-                  &peer_stride, &tail};
+                  &peer_stride, &tail, &ll_epoch, &ll_slot, &ll_rank, &ll_world};
   CUlaunchConfig lc;
   memset(&lc, 0, sizeof lc);
   CUlaunchAttribute at[1];

@@ -29,7 +29,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, notify, notify_sys, scatter;
+  int in, out, b_kmajor, table, wait, notify, notify_sys, scatter, ll;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -342,6 +342,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
     if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
     if (h->scatter_stride) GEMM_DEFINE("SCATTER", 1);
   }
+  if (h && h->ll_area) GEMM_DEFINE("LL", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -360,6 +361,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->notify = h->notify_counters != NULL;
     k->notify_sys = k->notify && h->notify_sys;
     k->scatter = k->notify && h->scatter_stride != 0;
+    k->ll = h->ll_area != NULL;
   }
 }
 
@@ -557,6 +559,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
   long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0;
+  int ll = h && h->ll_area;
+  if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || p->ldc != p->n ||
+             p->n * out_size(p->out) % 8))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
+                    "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);
+  if (ll) peer_stride = (long long)comm->heap.stride;
   int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0; /* the fused scatter's */
   if (peer_stride && cfg->splitk)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
@@ -607,7 +616,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_THREADS;
   lc.cluster[0] = (unsigned)cs, lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = weft_gemm_smem_bytes(cfg);
-  void *cp = c;
+  void *cp = ll ? (void *)h->ll_area : c;
   int M = p->m, N = p->n, K = p->k;
   const int *table = h ? h->order_table : NULL;
   int rot = h ? h->rotate_m : 0;
@@ -620,9 +629,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   unsigned *ctr = o->gemm_counters;
   void *err = (void *)(uintptr_t)comm->error_dev;
   long long ldc = p->ldc;
+  /* the LL epilogue's epoch: weft_allreduce's (kernels/reduce.cu, WEFT_EPOCH_REDUCE) */
+  const uint64_t *ll_epoch = (const uint64_t *)(uintptr_t)comm->heap.mine + WEFT_SYNC_EPOCHS + WEFT_EPOCH_REDUCE;
+  unsigned long long ll_slot = ll ? h->ll_slot : 0;
+  int rank = comm->local_rank, world = comm->local_world;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride,
-                  &tail};
+                  &tail, &ll_epoch, &ll_slot, &rank, &world};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

@@ -54,6 +54,13 @@ typedef struct weft_gemm_hooks {
    * is rank 0's; weft_gemm_scatter_rows rows of ldc elements, the segment from row
    * (q * notify_rows) % 64), and its counter is rank q's copy of notify_counters (rank 0's) */
   long long scatter_stride;
+  /* the LL epilogue (kernels/gemm.cu, WEFT_GEMM_LL; a split-K configuration and no other hook,
+   * c [m, n] contiguous with n * element size a multiple of 8): c is not written; its 8-byte
+   * words go as LL lines into this rank's slot of every rank's copy of ll_area (weft_red_ll's
+   * [2][local world][ll_slot] area, flagged with the reduction epoch + 1), which
+   * weft_reduce_ll_sum then sums */
+  unsigned char *ll_area;
+  unsigned long long ll_slot;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
@@ -123,7 +130,7 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
 /* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages; c, which must not overlap the workspace, holds all m
- * rows when c_all_rows, i.e. for weft_gemm_ar, else m / world);
+ * rows when c_all_rows, i.e. for weft_gemm_ar, which also takes WEFT_ALGO_LL, else m / world);
  * the enqueue runs the form that the plan asks for (AUTO: by size) into c, [m / world, n]
  * contiguous. */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,

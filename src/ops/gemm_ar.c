@@ -7,6 +7,10 @@
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
  *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
  *   (The SM form's consumer moves only ~5 GB/s per SM on H200 so far: dev/overlap/NOTES.md.)
+ *   LL (AUTO where it takes the shape: the GEMM's split-K kernel, C small enough for weft_allreduce
+ *     to take LL): the GEMM's epilogue pushes C as LL lines into every rank's LL area
+ *     (kernels/gemm.cu, WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c. The AllReduce's
+ *     push runs inside the GEMM and no handshake or second pass over C remains.
  *   sequential: the GEMM into the workspace, then weft_allreduce.
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
  * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.
@@ -134,6 +138,27 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
+/* Whether the LL form takes p under cfg (AUTO: only where weft_allreduce would take LL). */
+static int gemm_ar_ll_takes(const weft_comm_t *comm, const weft_gemm_problem_t *p,
+                            const weft_gemm_config_t *cfg, int for_auto) {
+  size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
+  return cfg->splitk && p->n * weft_dtype_size(p->out) % 8 == 0 &&
+         bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
+         (!for_auto || weft_reduce_ll_auto(comm, bytes));
+}
+
+/* The LL form (file comment). */
+static weft_status_t gemm_ar_ll(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                const weft_gemm_config_t *cfg, const void *a, const void *b, void *c,
+                                CUstream stream) {
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  h.ll_area = comm->ops.red_ll_buf;
+  h.ll_slot = comm->ops.red_ll_slot;
+  WEFT_CHECK(weft_gemm_launch(comm, p, cfg, &h, a, b, c, stream));
+  return weft_reduce_ll_sum(comm, c, (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out), p->out, stream);
+}
+
 /* One call of a checked problem as `plan` (a weft_ops_run_t: the autotuner's trials call it
  * too), with comm's context current. */
 static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
@@ -146,6 +171,13 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   size_t count = (size_t)p->m * (size_t)p->n, seg = count / (size_t)world, es = weft_dtype_size(p->out);
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
+  if (p->k && (plan->algo == WEFT_ALGO_AUTO || plan->algo == WEFT_ALGO_LL)) {
+    weft_gemm_config_t cfg;
+    weft_ops_gemm_config(comm, p, plan, &cfg);
+    if (gemm_ar_ll_takes(comm, p, &cfg, plan->algo == WEFT_ALGO_AUTO))
+      return gemm_ar_ll(comm, p, &cfg, a, b, c, stream);
+    if (plan->algo == WEFT_ALGO_LL) algo = WEFT_ALGO_SEQUENTIAL; /* a shape LL does not take */
+  }
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
   if (algo == WEFT_ALGO_SEQUENTIAL || p->m % world) {
     WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
@@ -171,11 +203,12 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
            "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
   /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
-  static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
+  static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
+                                     WEFT_ALGO_LL};
   int even = m % comm->local_world == 0;
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   weft_ops_plan_t plan;
-  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, all + !even, 3 - !even, 1, gemm_ar_run, &x,
+  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, all + !even, 4 - !even, 1, gemm_ar_run, &x,
                            (CUstream)stream, &plan));
   return gemm_ar_run(comm, &x, &plan, (CUstream)stream);
 }

@@ -99,8 +99,9 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
   WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
-                     algo == WEFT_ALGO_SEQUENTIAL,
-           "algo %d is not one of %s's (auto, copy engine, SM, sequential)", (int)algo, op);
+                     algo == WEFT_ALGO_SEQUENTIAL || (c_all_rows && algo == WEFT_ALGO_LL),
+           "algo %d is not one of %s's (auto, copy engine, SM, sequential%s)", (int)algo, op,
+           c_all_rows ? ", LL" : "");
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "%s runs over the ranks of one node (world %d, %d on this node)", op,

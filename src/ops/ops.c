@@ -75,7 +75,7 @@ static weft_status_t plan_run(weft_comm_t *comm, const void *ctx, int i, CUstrea
 }
 
 static const char *algo_word(weft_algo_t a) {
-  return a == WEFT_ALGO_COPY_ENGINE ? "ce" : a == WEFT_ALGO_SM ? "sm" : "seq";
+  return a == WEFT_ALGO_COPY_ENGINE ? "ce" : a == WEFT_ALGO_SM ? "sm" : a == WEFT_ALGO_LL ? "ll" : "seq";
 }
 
 int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
@@ -89,7 +89,7 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
     weft_algo_t a = algos[i];
     plans[n++] = (weft_ops_plan_t){a, 0, 0};
-    if (a == WEFT_ALGO_SEQUENTIAL) continue;
+    if (a == WEFT_ALGO_SEQUENTIAL || a == WEFT_ALGO_LL) continue; /* (LL: decode tiles only) */
     for (int w = 0; w < 3 && n < WEFT_OPS_PLAN_MAX; w++) {
       weft_gemm_config_t c = cfg;
       if (weft_gemm_config_width(p, widths[w], &c)) plans[n++] = (weft_ops_plan_t){a, widths[w], 0};

@@ -77,8 +77,7 @@ static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_o
   return WEFT_STATUS_SUCCESS;
 }
 
-/* Whether AUTO takes LL for an array (AllReduce) or segment (ReduceScatter) of `bytes`. */
-static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
+int weft_reduce_ll_auto(const weft_comm_t *comm, size_t bytes) {
   return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
          (size_t)(comm->local_world - 1) * bytes <= RED_LL_AUTO_PUSH;
 }
@@ -101,7 +100,8 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
 }
 
 /* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
- * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart. About 2 lines per thread. */
+ * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart; send NULL: the reduction
+ * only (weft_reduce_ll_sum). About 2 lines per thread. */
 static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                             size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
@@ -113,6 +113,11 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
   return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+}
+
+weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,
+                                 CUstream stream) {
+  return red_ll(comm, NULL, recv, bytes, 0, dtype, stream);
 }
 
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
@@ -183,7 +188,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  if (algo == WEFT_ALGO_AUTO) algo = weft_reduce_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
            comm->local_world, seg);
@@ -220,7 +225,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
    * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  if (algo == WEFT_ALGO_AUTO) algo = weft_reduce_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world, bytes);
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,

@@ -197,6 +197,8 @@ int main(void) {
   static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
   static const int sms_list[] = {132, 114};
   static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
+  static unsigned char ll_area;
+  const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
   int choices = 0;
   for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
     int sms = sms_list[si];
@@ -216,6 +218,14 @@ int main(void) {
                 weft_gemm_config_choose(&p, sms, ws_floats, ws_counters, &c);
                 check_choice(&p, &c, sms, ws_floats, ws_counters);
                 add(&p, &c, NULL);
+                /* GEMM + AllReduce's LL form on the decode kernels (C contiguous, rows of 8-byte
+                 * multiples), also as the workspace reduction a cluster one may become */
+                if (c.splitk && !odd_ldc && n * (outs[o] == WEFT_DTYPE_FP32 ? 4 : 2) % 8 == 0) {
+                  add(&p, &c, &ll_hook);
+                  weft_gemm_config_t w = c;
+                  w.splitk_cluster = 0;
+                  add(&p, &w, &ll_hook);
+                }
                 choices++;
               }
   }

@@ -6,8 +6,9 @@
  * and fp32 outputs, each op's overlapped form(s), its sequential form and AUTO; the gathered A of
  * AG+GEMM bit for bit. Inputs are drawn fresh each run; outputs, the gathered A and the
  * workspaces are poisoned (NaN) before each call; every element is checked. Then the three ops
- * (GEMM+AR in two forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of
- * each op with random straggler delays (a hang is a timeout, which fails the test).
+ * (GEMM+AR in three forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of
+ * each op (and of GEMM+AR's LL form) with random straggler delays (a hang is a timeout, which
+ * fails the test).
  * Tolerances, ||out - ref|| / ||ref||: 1e-4 with fp32 outputs, 1e-2 with 16-bit ones (GEMM+RS and
  * GEMM+AR round each rank's partial product to the output type before the sum, as cuBLAS + NCCL
  * do; AG+GEMM is one GEMM: 5e-3 as in test_gemm.c).
@@ -114,7 +115,7 @@ typedef struct tcase {
 
 static const char *algo_name(weft_algo_t a) {
   return a == WEFT_ALGO_AUTO ? "auto" : a == WEFT_ALGO_COPY_ENGINE ? "overlapped"
-         : a == WEFT_ALGO_SM ? "sm" : "sequential";
+         : a == WEFT_ALGO_SM ? "sm" : a == WEFT_ALGO_LL ? "ll" : "sequential";
 }
 
 static void describe(const tcase_t *t, char *buf, size_t n) {
@@ -277,12 +278,13 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
 
 /* The three ops captured in one graph, replayed three times. */
 static void graph(void) {
-  enum { N = 5 };
+  enum { N = 6 };
   tcase_t t[N] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_SM),
                   make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
-                  make(OP_AR, 777, 200, 128, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_SM)};
+                  make(OP_AR, 777, 200, 128, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_SM),
+                  make(OP_AR, 64, 256, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL)};
   for (int i = 0; i < N; i++) {
     setup(&t[i]);
     poison(&t[i]);
@@ -324,6 +326,26 @@ static void stress(int op) {
      * GEMM + AllReduce's consumer) */
     t.algo = i % 10 == 8 ? WEFT_ALGO_SEQUENTIAL
              : op != OP_AG && i % 2 ? WEFT_ALGO_SM : WEFT_ALGO_COPY_ENGINE;
+    call(&t);
+  }
+  verify(&t, " (after 200 calls with stragglers)");
+  teardown(&t);
+}
+
+/* GEMM + AllReduce's LL form the same way, alternating with the sequential form (whose
+ * AllReduce takes LL at this size too: the two share the LL area's epochs and parities). */
+static void stress_ll(void) {
+  tcase_t t = make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL);
+  setup(&t);
+  poison(&t);
+  for (int i = 0; i < 200; i++) {
+    if (test_rand(&mine) % 3 == 0) {
+      unsigned long long ns = test_rand(&mine) % 300000;
+      void *a[] = {&ns};
+      weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+      OK(weft_kernel_launch(k_delay, &c, a, s));
+    }
+    t.algo = i % 3 == 1 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_LL; /* the last (199) is LL */
     call(&t);
   }
   verify(&t, " (after 200 calls with stragglers)");
@@ -419,6 +441,16 @@ int main(void) {
       if (320 % world == 0)
         one(make(op, 320, 520, 192, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_SM));
     }
+    /* GEMM + AllReduce's LL form (decode tiles, rows of 8-byte multiples): KN and NK, fp32 C,
+     * AUTO on a decode shape it takes at 2 and 4 ranks, odd n (LL refuses: sequential), and
+     * random small shapes */
+    if (op == OP_AR) {
+      one(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
+      one(make(op, 17, 1000, 512, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_LL));
+      one(make(op, 128, 2048, 1024, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO));
+      one(make(op, 64, 333, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
+      for (int i = 0; i < 4; i++) one(random_case(op, WEFT_ALGO_LL, 0));
+    }
     /* k = 0 */
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
              WEFT_ALGO_COPY_ENGINE));
@@ -427,6 +459,7 @@ int main(void) {
     autotune();
     graph();
     for (int op = 0; op < 3; op++) stress(op);
+    stress_ll();
   }
 
   printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
