@@ -312,6 +312,13 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
   return 0;
 }
 
+int weft_gemm_config_direct(weft_gemm_config_t *c) {
+  if (c->splitk) return 1;
+  if (c->cluster != 1 || tail_split(c)) return 0;
+  c->splitk = 1, c->k_splits = 1, c->splitk_cluster = 0, c->tail_splits = 0;
+  return 1;
+}
+
 int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
                       const weft_gemm_hooks_t *h, char buf[WEFT_GEMM_MAX_OPTIONS][48],
                       const char *opts[WEFT_GEMM_MAX_OPTIONS]) {
@@ -558,15 +565,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
-  long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0;
-  int ll = h && h->ll_area;
-  if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || p->ldc != p->n ||
-             p->n * out_size(p->out) % 8))
-    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
-                    "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);
-  if (ll) peer_stride = (long long)comm->heap.stride;
-  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0; /* the fused scatter's */
+  long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0; /* the fused scatter's */
+  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0;
   if (peer_stride && cfg->splitk)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
@@ -574,6 +574,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
                     "segment's %d rows", p->m, seg);
+  int ll = h && h->ll_area;
+  if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || p->ldc != p->n ||
+             p->n * out_size(p->out) % 8))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
+                    "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);
+  if (ll) peer_stride = (long long)comm->heap.stride; /* (param 20: the LL copies' distance) */
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));

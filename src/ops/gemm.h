@@ -84,6 +84,11 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
  * that wide). For the autotuner's plans. */
 int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c);
 
+/* c as the direct-store kernel (splitk; the LL epilogue is that kernel's): unchanged where it is
+ * one, else its tiles unsplit (k_splits 1) where it has neither 2x1 clusters nor a split tail
+ * (the direct store takes neither). 0 where c does not become one. */
+int weft_gemm_config_direct(weft_gemm_config_t *c);
+
 /* The -D options of the specialisation for (p, cfg, hooks) into opts (borrowed pointers into
  * buf); returns their number (at most WEFT_GEMM_MAX_OPTIONS). hooks may be NULL. */
 #define WEFT_GEMM_MAX_OPTIONS 20

@@ -7,8 +7,8 @@
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
  *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
  *   (The SM form's consumer moves only ~5 GB/s per SM on H200 so far: dev/overlap/NOTES.md.)
- *   LL (AUTO where it takes the shape: the GEMM's split-K kernel, C small enough for weft_allreduce
- *     to take LL): the GEMM's epilogue pushes C as LL lines into every rank's LL area
+ *   LL (AUTO where it takes the shape: a GEMM the direct-store kernel runs, C small enough for
+ *     weft_allreduce to take LL): the GEMM's epilogue pushes C as LL lines into every rank's LL area
  *     (kernels/gemm.cu, WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c. The AllReduce's
  *     push runs inside the GEMM and no handshake or second pass over C remains.
  *   sequential: the GEMM into the workspace, then weft_allreduce.
@@ -138,13 +138,15 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
-/* Whether the LL form takes p under cfg (AUTO: only where weft_allreduce would take LL). */
-static int gemm_ar_ll_takes(const weft_comm_t *comm, const weft_gemm_problem_t *p,
-                            const weft_gemm_config_t *cfg, int for_auto) {
+/* Whether the LL form takes p (AUTO: only where weft_allreduce would take LL), and its GEMM
+ * configuration: the plan's as the direct-store kernel, whose epilogue the LL one is. */
+static int gemm_ar_ll_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                            const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
-  return cfg->splitk && p->n * weft_dtype_size(p->out) % 8 == 0 &&
+  weft_ops_gemm_config(comm, p, plan, cfg);
+  return weft_gemm_config_direct(cfg) && p->n * weft_dtype_size(p->out) % 8 == 0 &&
          bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
-         (!for_auto || weft_reduce_ll_auto(comm, bytes));
+         (plan->algo != WEFT_ALGO_AUTO || weft_reduce_ll_auto(comm, bytes));
 }
 
 /* The LL form (file comment). */
@@ -173,9 +175,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (p->k && (plan->algo == WEFT_ALGO_AUTO || plan->algo == WEFT_ALGO_LL)) {
     weft_gemm_config_t cfg;
-    weft_ops_gemm_config(comm, p, plan, &cfg);
-    if (gemm_ar_ll_takes(comm, p, &cfg, plan->algo == WEFT_ALGO_AUTO))
-      return gemm_ar_ll(comm, p, &cfg, a, b, c, stream);
+    if (gemm_ar_ll_takes(comm, p, plan, &cfg)) return gemm_ar_ll(comm, p, &cfg, a, b, c, stream);
     if (plan->algo == WEFT_ALGO_LL) algo = WEFT_ALGO_SEQUENTIAL; /* a shape LL does not take */
   }
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
