@@ -473,12 +473,12 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     it (dev/overlap/NOTES.md has the figures).
  *   WEFT_ALGO_COPY_ENGINE (AUTO's choice; m a multiple of world): the GEMM + ReduceScatter above
  *     into this rank's rows of c, then an AllGather of the reduced rows in place.
- *   WEFT_ALGO_LL (AUTO's choice where it takes the shape: small m, whose GEMM runs the split-K
- *     kernel, rows of c a multiple of 8 bytes, and c small enough for weft_allreduce's AUTO to
- *     take LL; elsewhere it runs sequentially): the GEMM's epilogue writes no c but pushes its
- *     values as LL lines (data and flag in each 8-byte word) into every rank's LL area, then one
- *     small kernel sums the world copies into c. No handshake, no second pass over c; the
- *     workspace is not used.
+ *   WEFT_ALGO_LL (small m: where the GEMM runs the direct-store kernel, rows of c are a multiple
+ *     of 8 bytes and c is at most WEFT_ALLREDUCE_LL_MAX_BYTES(world); elsewhere it runs
+ *     sequentially): the GEMM's epilogue writes no c but pushes its values as LL lines (data and
+ *     flag in each 8-byte word) into every rank's LL area, then one small kernel sums the world
+ *     copies into c. No handshake, no second pass over c; the workspace is not used. Measured no
+ *     faster than the sequential form on two H100s, so AUTO does not take it.
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.
  * The SM form needs no barrier at the start of a call: its consumer's handshake orders the calls. */
 WEFT_API weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b,

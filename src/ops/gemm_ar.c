@@ -7,10 +7,13 @@
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
  *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
  *   (The SM form's consumer moves only ~5 GB/s per SM on H200 so far: dev/overlap/NOTES.md.)
- *   LL (AUTO where it takes the shape: a GEMM the direct-store kernel runs, C small enough for
- *     weft_allreduce to take LL): the GEMM's epilogue pushes C as LL lines into every rank's LL area
- *     (kernels/gemm.cu, WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c. The AllReduce's
- *     push runs inside the GEMM and no handshake or second pass over C remains.
+ *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
+ *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
+ *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
+ *     C. Not AUTO's: on two H100s (2026-11-25) it ran at the sequential form's time on the
+ *     M = 128 shapes (its tiles all finish together, so the pushes hide behind nothing, and the
+ *     fragments' lines reach NVLink in 32-byte pieces); the sequential form's AllReduce takes LL
+ *     there anyway.
  *   sequential: the GEMM into the workspace, then weft_allreduce.
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
  * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.
@@ -138,15 +141,14 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
-/* Whether the LL form takes p (AUTO: only where weft_allreduce would take LL), and its GEMM
- * configuration: the plan's as the direct-store kernel, whose epilogue the LL one is. */
+/* Whether the LL form takes p, and its GEMM configuration: the plan's as the direct-store
+ * kernel, whose epilogue the LL one is. */
 static int gemm_ar_ll_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                             const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
   weft_ops_gemm_config(comm, p, plan, cfg);
   return weft_gemm_config_direct(cfg) && p->n * weft_dtype_size(p->out) % 8 == 0 &&
-         bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
-         (plan->algo != WEFT_ALGO_AUTO || weft_reduce_ll_auto(comm, bytes));
+         bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
 }
 
 /* The LL form (file comment). */
@@ -173,10 +175,10 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   size_t count = (size_t)p->m * (size_t)p->n, seg = count / (size_t)world, es = weft_dtype_size(p->out);
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  if (p->k && (plan->algo == WEFT_ALGO_AUTO || plan->algo == WEFT_ALGO_LL)) {
+  if (p->k && plan->algo == WEFT_ALGO_LL) {
     weft_gemm_config_t cfg;
     if (gemm_ar_ll_takes(comm, p, plan, &cfg)) return gemm_ar_ll(comm, p, &cfg, a, b, c, stream);
-    if (plan->algo == WEFT_ALGO_LL) algo = WEFT_ALGO_SEQUENTIAL; /* a shape LL does not take */
+    algo = WEFT_ALGO_SEQUENTIAL; /* a shape LL does not take */
   }
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
   if (algo == WEFT_ALGO_SEQUENTIAL || p->m % world) {

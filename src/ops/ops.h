@@ -77,9 +77,6 @@ void weft_allgather_destroy(weft_comm_t *comm);
 weft_status_t weft_gemm_init(weft_comm_t *comm);
 void weft_gemm_destroy(weft_comm_t *comm);
 weft_status_t weft_reduce_init(weft_comm_t *comm);
-/* Whether AUTO takes LL for an AllReduce array or a ReduceScatter segment of `bytes` (reduce.c:
- * while each rank pushes at most 2 MiB). */
-int weft_reduce_ll_auto(const weft_comm_t *comm, size_t bytes);
 /* The reduction half of weft_allreduce's LL form, for an array of `bytes` whose lines every rank
  * pushed into its slot of ops.red_ll_buf under the next reduction epoch (GEMM + AllReduce's LL
  * form: the GEMM's LL epilogue): the sums into recv (any device memory). bytes at most

@@ -77,7 +77,8 @@ static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_o
   return WEFT_STATUS_SUCCESS;
 }
 
-int weft_reduce_ll_auto(const weft_comm_t *comm, size_t bytes) {
+/* Whether AUTO takes LL for an array (AllReduce) or segment (ReduceScatter) of `bytes`. */
+static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
   return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
          (size_t)(comm->local_world - 1) * bytes <= RED_LL_AUTO_PUSH;
 }
@@ -188,7 +189,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = weft_reduce_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
            comm->local_world, seg);
@@ -225,7 +226,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
    * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = weft_reduce_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world, bytes);
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,

@@ -441,13 +441,13 @@ int main(void) {
       if (320 % world == 0)
         one(make(op, 320, 520, 192, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_SM));
     }
-    /* GEMM + AllReduce's LL form (decode tiles, rows of 8-byte multiples): KN and NK, fp32 C,
-     * AUTO on a decode shape it takes at 2 and 4 ranks, odd n (LL refuses: sequential), and
-     * random small shapes */
+    /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
+     * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
+     * small shapes */
     if (op == OP_AR) {
       one(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
       one(make(op, 17, 1000, 512, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_LL));
-      one(make(op, 128, 2048, 1024, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO));
+      one(make(op, 128, 2048, 1024, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
       one(make(op, 64, 333, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
       for (int i = 0; i < 4; i++) one(random_case(op, WEFT_ALGO_LL, 0));
     }
