@@ -11,9 +11,9 @@
  *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
  *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
  *     C. Not AUTO's: on two H100s (2026-11-25) it ran at the sequential form's time on the
- *     M = 128 shapes (its tiles all finish together, so the pushes hide behind nothing, and the
- *     fragments' lines reach NVLink in 32-byte pieces); the sequential form's AllReduce takes LL
- *     there anyway.
+ *     M = 128 shapes: a decode GEMM's tiles all finish together, so the pushes hide behind
+ *     nothing (and each warp's lines land in 32-byte pieces, 16 rows apart: not measured
+ *     apart); the sequential form's AllReduce takes LL there anyway.
  *   sequential: the GEMM into the workspace, then weft_allreduce.
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
  * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.

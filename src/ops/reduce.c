@@ -29,6 +29,7 @@
 #define RED_LL_AUTO_PUSH (2u << 20)
 #define RED_STAGING_DEFAULT (32ull << 20)
 #define RED_THREADS 512
+#define RED_LL_LINES 2 /* LL lines a thread pushes and sums (the grid: at most one block per SM) */
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
@@ -102,14 +103,14 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
 
 /* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
  * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart; send NULL: the reduction
- * only (weft_reduce_ll_sum). About 2 lines per thread. */
+ * only (weft_reduce_ll_sum). */
 static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                             size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
   cfg.block[0] = RED_THREADS;
-  unsigned long long blocks = (lines + 2 * RED_THREADS - 1) / (2 * RED_THREADS);
+  unsigned long long blocks = (lines + RED_LL_LINES * RED_THREADS - 1) / (RED_LL_LINES * RED_THREADS);
   cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
