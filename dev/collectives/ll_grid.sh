@@ -1,38 +1,41 @@
 #!/usr/bin/env bash
-# The LL AllReduce's grid: RED_LL_LINES (src/ops/reduce.c) lines per thread, each value in LINES
-# (default "1 2 4") built in its own copy of the tree, then `weft-bench allreduce -a ll` from 8 B
-# to 2 MiB at 2 ranks for each, ROUNDS times in turn (each run beside its own NCCL). Logs under
-# $OUT. Device tool, 2+ GPUs:   [LINES="1 2 4"] [ROUNDS=2] bash dev/collectives/ll_grid.sh
+# The LL AllReduce's grid: each variant lines:threads of VARIANTS (default "1:512 2:512 4:512")
+# sets RED_LL_LINES and RED_LL_THREADS (src/ops/reduce.c) in its own copy of the tree, then
+# `weft-bench allreduce -a ll` from 8 B to 2 MiB at 2 ranks runs for each, ROUNDS times in turn
+# (each run beside its own NCCL). Logs under $OUT. Device tool, 2+ GPUs:
+#   [VARIANTS="1:512 2:512"] [ROUNDS=2] bash dev/collectives/ll_grid.sh
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-lines=${LINES:-1 2 4}
+lines=${VARIANTS:-1:512 2:512 4:512}
 { date -u; nvidia-smi -L; } > "$out/machine.txt" 2>&1
 for l in $lines; do
-  tree=/tmp/weft-ll$l
+  tree=/tmp/weft-ll${l/:/-}
   rm -rf "$tree" && mkdir -p "$tree"
   (cd "$src" && tar --exclude=./build --exclude=./.git -cf - .) | tar -C "$tree" -xf -
-  sed -i "s/^#define RED_LL_LINES .*/#define RED_LL_LINES $l/" "$tree/src/ops/reduce.c"
-  grep -q "^#define RED_LL_LINES $l" "$tree/src/ops/reduce.c" || { echo "sed failed"; exit 1; }
+  sed -i -e "s/^#define RED_LL_LINES .*/#define RED_LL_LINES ${l%%:*}/" \
+    -e "s/^#define RED_LL_THREADS .*/#define RED_LL_THREADS ${l##*:}/" "$tree/src/ops/reduce.c"
+  grep -q "^#define RED_LL_THREADS ${l##*:}" "$tree/src/ops/reduce.c" || { echo "sed failed"; exit 1; }
   (cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build$l.log" 2>&1 &
+     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build${l/:/-}.log" 2>&1 &
 done
 wait
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for l in $lines; do
-    timeout 90 /tmp/weft-ll$l/build/tools/weftrun -n 2 /tmp/weft-ll$l/build/tools/weft-bench allreduce \
-      -a ll -b 8 -e 2M -f 2 -J "$out/ll${l}_r$r.json" > "$out/ll${l}_r$r.log" 2>&1
+    t=${l/:/-}
+    timeout 90 /tmp/weft-ll$t/build/tools/weftrun -n 2 /tmp/weft-ll$t/build/tools/weft-bench allreduce \
+      -a ll -b 8 -e 2M -f 2 -J "$out/ll${t}_r$r.json" > "$out/ll${t}_r$r.log" 2>&1
     echo "lines $l round $r rc=$?"
   done
 done
 python3 - "$out" "$lines" "${ROUNDS:-2}" <<'PY'
 import json, sys
 out, lines, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
-runs = {l: [json.load(open(f"{out}/ll{l}_r{r}.json"))["rows"] for r in range(1, rounds + 1)] for l in lines}
-print("# bytes   " + "".join(f"  lines={l}: weft us (NCCL/weft) per round" .ljust(44) for l in lines))
+runs = {l: [json.load(open(f"{out}/ll{l.replace(':', '-')}_r{r}.json"))["rows"] for r in range(1, rounds + 1)] for l in lines}
+print("# bytes   " + "".join(f"  {l} lines:threads, us (NCCL/weft) per round".ljust(44) for l in lines))
 for i, row in enumerate(runs[lines[0]][0]):
     cells = []
     for l in lines:

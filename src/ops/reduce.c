@@ -29,7 +29,10 @@
 #define RED_LL_AUTO_PUSH (2u << 20)
 #define RED_STAGING_DEFAULT (32ull << 20)
 #define RED_THREADS 512
-#define RED_LL_LINES 2 /* LL lines a thread pushes and sums (the grid: at most one block per SM) */
+/* The LL kernel's blocks (at most one per SM) of RED_LL_THREADS threads, RED_LL_LINES lines a
+ * thread */
+#define RED_LL_THREADS 512
+#define RED_LL_LINES 2
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
@@ -109,8 +112,8 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
   weft_ops_t *o = &comm->ops;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
-  cfg.block[0] = RED_THREADS;
-  unsigned long long blocks = (lines + RED_LL_LINES * RED_THREADS - 1) / (RED_LL_LINES * RED_THREADS);
+  cfg.block[0] = RED_LL_THREADS;
+  unsigned long long blocks = (lines + RED_LL_LINES * RED_LL_THREADS - 1) / (RED_LL_LINES * RED_LL_THREADS);
   cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
