@@ -18,6 +18,7 @@
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
+#define AG_LL_LINES 2 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -132,10 +133,10 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
     void *args[] = {(void *)&send, &recv, &n};
     return weft_kernel_launch(algo == WEFT_ALGO_RING ? o->ag_ring : o->ag_sm, &cfg, args, stream);
   }
-  /* LL: about 2 lines per thread */
+  /* LL: about AG_LL_LINES lines per thread */
   unsigned long long lines = (bytes + 7) / 8;
   cfg.block[0] = AG_THREADS_LL;
-  unsigned slices = (unsigned)((lines + 2 * AG_THREADS_LL - 1) / (2 * AG_THREADS_LL));
+  unsigned slices = (unsigned)((lines + AG_LL_LINES * AG_THREADS_LL - 1) / (AG_LL_LINES * AG_THREADS_LL));
   cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
   unsigned long long slot = o->ag_ll_slot;
   void *args[] = {(void *)&send, &recv, &n, &o->ag_ll_buf, &slot};

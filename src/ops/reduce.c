@@ -32,7 +32,7 @@
 /* The LL kernel's blocks (at most one per SM) of RED_LL_THREADS threads, RED_LL_LINES lines a
  * thread */
 #define RED_LL_THREADS 512
-#define RED_LL_LINES 2
+#define RED_LL_LINES 1
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
