@@ -18,7 +18,7 @@
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
-#define AG_LL_LINES 2 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
+#define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
