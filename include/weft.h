@@ -257,16 +257,19 @@ typedef enum weft_algo {
   WEFT_ALGO_SEQUENTIAL   /* overlapped ops: the GEMM and the collective one after the other */
 } weft_algo_t;
 
-/* The largest per-rank chunk WEFT_ALGO_LL takes (bytes). */
-#define WEFT_ALLGATHER_LL_MAX_BYTES (256u << 10)
+/* The largest per-rank chunk (bytes) WEFT_ALGO_LL takes on a node of `world` ranks (2 MiB at 2
+ * ranks, 1 MiB at 4, 512 KiB at 8). Its LL area, 16 MiB of every rank's heap, is taken at
+ * weft_comm_init. */
+#define WEFT_ALLGATHER_LL_MAX_BYTES(world) ((size_t)(4u << 20) / (size_t)(world))
 
 /* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
  * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
  * possibly recvbuf + rank * count (in place). Any count, any alignment.
- * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES per rank), WEFT_ALGO_SM (every
+ * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES(world) per rank), WEFT_ALGO_SM (every
  * rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull when in
  * place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
- * without a full-bandwidth link to every peer). AUTO: LL up to its limit; above it the ring
+ * without a full-bandwidth link to every peer). AUTO: LL while each rank pushes at most 2 MiB,
+ * (world - 1) * count * element size; above it the ring
  * where the node's GPU pairs differ in CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh
  * overrides; equal on every rank), else SM, or the copy engines for two ranks from 64 MiB per
  * rank. Every rank must pass the same algo and count. */

@@ -18,6 +18,7 @@
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
+#define AG_LL_AUTO_PUSH (2u << 20) /* AUTO's LL limit: bytes a rank pushes, all peers' copies */
 #define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
@@ -29,7 +30,7 @@ weft_status_t weft_allgather_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ll", &o->ag_ll));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ring", &o->ag_ring));
   /* LL lines carry 8 payload bytes in 16; two areas by epoch parity. */
-  o->ag_ll_slot = (WEFT_ALLGATHER_LL_MAX_BYTES + 7) / 8 * 16;
+  o->ag_ll_slot = (WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world) + 7) / 8 * 16;
   return weft_malloc(comm, 2 * (size_t)comm->local_world * o->ag_ll_slot, (void **)&o->ag_ll_buf);
 }
 
@@ -96,18 +97,22 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
            "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf,
            bytes * (size_t)comm->world);
-  /* Measured on H200 x4 / x2 (bench/results): LL wins up to its limit; above it SM stores beat
+  /* LL while each rank pushes at most AG_LL_AUTO_PUSH bytes (on two H100s, 2026-11-25, the SM
+   * form's handshake cost it 0.76x NCCL's time at 512 KiB a rank, LL's limit then 256 KiB).
+   * Measured on H200 x4 / x2 (bench/results): above LL, SM stores beat
    * the copy engines once three or more GPUs push at once (copy-engine pushes from every GPU
    * to every peer reached only ~210 GB/s bus bandwidth at 4 ranks against ~340 for SMs), while
    * two GPUs' engines reach ~350. Where the pairs' links differ (comm.h, uniform_links) the
    * ring above LL's limit: each GPU then uses only the links to its two neighbours. */
+  size_t ll_max = WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world);
   if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= WEFT_ALLGATHER_LL_MAX_BYTES                       ? WEFT_ALGO_LL
+    algo = bytes <= ll_max && (size_t)(comm->local_world - 1) * bytes <= AG_LL_AUTO_PUSH ? WEFT_ALGO_LL
            : !comm->uniform_links                                      ? WEFT_ALGO_RING
            : comm->local_world == 2 && bytes >= AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
                                                                       : WEFT_ALGO_SM;
-  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= WEFT_ALLGATHER_LL_MAX_BYTES,
-           "WEFT_ALGO_LL takes at most %u bytes per rank, not %zu", WEFT_ALLGATHER_LL_MAX_BYTES, bytes);
+  WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
+           "WEFT_ALGO_LL takes at most %zu bytes per rank at %d ranks, not %zu", ll_max,
+           comm->local_world, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
   const char *send = sendbuf;
   char *recv = recvbuf;

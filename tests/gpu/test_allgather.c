@@ -90,7 +90,7 @@ int main(void) {
       if (per == 0) per = 1;
       size_t roff = odd ? (test_rand(&x) % 64) * elem : 0, soff = odd ? 1 + test_rand(&x) % 63 : 0;
       for (int a = 0; a < NALGOS; a++) {
-        if (algos[a] == WEFT_ALGO_LL && per * elem > WEFT_ALLGATHER_LL_MAX_BYTES) continue;
+        if (algos[a] == WEFT_ALGO_LL && per * elem > WEFT_ALLGATHER_LL_MAX_BYTES(world)) continue;
         if (per * elem * world + roff > total_max + 4096) continue;
         unsigned long long before = 0, after = 0;
         CU(cuMemcpyDtoH(&before, wrong, 8));
