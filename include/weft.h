@@ -268,7 +268,7 @@ typedef enum weft_algo {
  * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES(world) per rank), WEFT_ALGO_SM (every
  * rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull when in
  * place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
- * without a full-bandwidth link to every peer). AUTO: LL while each rank pushes at most 2 MiB,
+ * without a full-bandwidth link to every peer). AUTO: LL while each rank pushes at most 1 MiB,
  * (world - 1) * count * element size; above it the ring
  * where the node's GPU pairs differ in CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh
  * overrides; equal on every rank), else SM, or the copy engines for two ranks from 64 MiB per

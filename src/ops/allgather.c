@@ -18,7 +18,7 @@
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
-#define AG_LL_AUTO_PUSH (2u << 20) /* AUTO's LL limit: bytes a rank pushes, all peers' copies */
+#define AG_LL_AUTO_PUSH (1u << 20) /* AUTO's LL limit: bytes a rank pushes, all peers' copies */
 #define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
@@ -97,8 +97,9 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
            "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf,
            bytes * (size_t)comm->world);
-  /* LL while each rank pushes at most AG_LL_AUTO_PUSH bytes (on two H100s, 2026-11-25, the SM
-   * form's handshake cost it 0.76x NCCL's time at 512 KiB a rank, LL's limit then 256 KiB).
+  /* LL while each rank pushes at most AG_LL_AUTO_PUSH bytes: on two H100s (2026-11-25) LL took
+   * 9.0 / 12.6 / 20.8 us at 512 KiB / 1 MiB / 2 MiB a rank, the SM form 18.1 / 18.3 / 18.7 (its
+   * handshake: 0.66x NCCL's time at 512 KiB a rank, where LL's limit was 256 KiB).
    * Measured on H200 x4 / x2 (bench/results): above LL, SM stores beat
    * the copy engines once three or more GPUs push at once (copy-engine pushes from every GPU
    * to every peer reached only ~210 GB/s bus bandwidth at 4 ranks against ~340 for SMs), while
