@@ -11,8 +11,9 @@
  * A row block's elements (contiguous in partial and in c) are cut into world slices of whole
  * 16-byte units; rank q owns slice q. Each slice is cut into pieces of at most `piece` elements,
  * item i = b * per_block + j being piece j of every slice of block b. Every remote access is a
- * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200; these stores, with a release
- * per 128 KB piece, at ~5: dev/overlap/NOTES.md):
+ * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200, one load in flight a thread;
+ * these stores, with a release per 128 KB piece, at ~5-7: dev/overlap/NOTES.md. A block can move
+ * ~44 GB/s with enough bytes in flight, dev/collectives/NOTES.md: the protocol limits this one):
  *
  *   weft_gemm_ar_reduce  blocks [0, scatter): for the items in order, once this rank's row block
  *                        is stored, push piece j of every peer's slice into that peer's staging
