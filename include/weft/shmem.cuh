@@ -47,6 +47,8 @@ static __device__ __forceinline__ void weft_int_p(int *dst, int value, int pe) {
   *(volatile int *)weft_remote_ptr(dst, pe) = value;
 }
 
+#define WEFT_COPY_DEPTH 4 /* weft_copy_group's 16-byte loads in flight a thread */
+
 /* Copies n bytes with the threads [lane, lane + stride) of a group: when dst and src are equally
  * misaligned, bytes up to the first 16-byte boundary, then 16-byte vectors, then the byte tail;
  * bytes throughout otherwise. */
@@ -61,10 +63,14 @@ static __device__ __forceinline__ void weft_copy_group(char *dst, const char *sr
     weft_u64_t nv = (n - head) / 16, v = lane;
     uint4 *d = (uint4 *)(dst + head);
     const uint4 *s = (const uint4 *)(src + head);
-    /* Four loads in flight per thread before the stores: one at a time leaves NVLink idle. */
-    for (; v + 3 * (weft_u64_t)stride < nv; v += 4 * (weft_u64_t)stride) {
-      uint4 a = s[v], b = s[v + stride], c = s[v + 2 * stride], e = s[v + 3 * stride];
-      d[v] = a, d[v + stride] = b, d[v + 2 * stride] = c, d[v + 3 * stride] = e;
+    /* WEFT_COPY_DEPTH loads in flight per thread before the stores: one at a time leaves
+     * NVLink idle (a block moves ~44 GB/s with 32 KiB in flight, dev/collectives/NOTES.md). */
+    for (; v + (WEFT_COPY_DEPTH - 1) * (weft_u64_t)stride < nv; v += WEFT_COPY_DEPTH * (weft_u64_t)stride) {
+      uint4 x[WEFT_COPY_DEPTH];
+#pragma unroll
+      for (int u = 0; u < WEFT_COPY_DEPTH; u++) x[u] = s[v + u * stride];
+#pragma unroll
+      for (int u = 0; u < WEFT_COPY_DEPTH; u++) d[v + u * stride] = x[u];
     }
     for (; v < nv; v += stride) d[v] = s[v];
     i = head + nv * 16;
