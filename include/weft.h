@@ -265,14 +265,14 @@ typedef enum weft_algo {
 /* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
  * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
  * possibly recvbuf + rank * count (in place). Any count, any alignment.
- * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES(world) per rank), WEFT_ALGO_SM (every
- * rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull when in
- * place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
+ * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES(world) per rank), WEFT_ALGO_SM
+ * (every rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull
+ * when in place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
  * without a full-bandwidth link to every peer). AUTO: LL while each rank pushes at most 1 MiB,
- * (world - 1) * count * element size; above it the ring
- * where the node's GPU pairs differ in CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh
- * overrides; equal on every rank), else SM, or the copy engines for two ranks from 64 MiB per
- * rank. Every rank must pass the same algo and count. */
+ * (world - 1) * count * element size; above it the ring where the node's GPU pairs differ in
+ * CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh overrides; equal on every rank), else
+ * SM, or the copy engines for two ranks from 64 MiB per rank. Every rank must pass the same algo
+ * and count. */
 WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                       weft_stream_t stream);
@@ -308,8 +308,7 @@ typedef enum weft_red_op {
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
  * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake.
  * AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * recvcount * element size, SM
- * above. Every rank must pass the
- * same algo and recvcount. */
+ * above. Every rank must pass the same algo and recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);
@@ -324,7 +323,8 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * all sendbufs and stores the result into every rank's recvbuf (ReduceScatter and AllGather
  * fused). AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * count * element size
  * (on two H100s LL beat two-shot up to 2 MiB and lost at 4), two-shot above; never one-shot,
- * whose in-place restriction would let ranks that differ in in-place-ness choose differently. Every rank must pass the same algo and count. */
+ * whose in-place restriction would let ranks that differ in in-place-ness choose differently.
+ * Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);

@@ -564,7 +564,8 @@ typedef struct weft_gemm_ll {
 } weft_gemm_ll_t;
 
 __device__ __forceinline__ weft_gemm_ll_t weft_gemm_ll_dst(void *area, const u64 *epoch, u64 slot,
-                                                          long long peer_stride, int rank, int world) {
+                                                          long long peer_stride, int rank,
+                                                          int world) {
   const u64 e = *(const volatile u64 *)epoch + 1;
   weft_gemm_ll_t d;
   d.slot = (unsigned char *)area + ((e & 1) * (u64)world + (u64)rank) * slot;
@@ -573,12 +574,14 @@ __device__ __forceinline__ weft_gemm_ll_t weft_gemm_ll_dst(void *area, const u64
 }
 
 /* Line `line` (8 payload bytes lo | hi << 32) into every rank's copy, this rank's first. */
-__device__ __forceinline__ void weft_gemm_ll_line(const weft_gemm_ll_t *d, u64 line, u32 lo, u32 hi) {
+__device__ __forceinline__ void weft_gemm_ll_line(const weft_gemm_ll_t *d, u64 line, u32 lo,
+                                                  u32 hi) {
   unsigned char *at = d->slot + line * 16;
   for (int k = 0; k < d->world; k++) {
     const int q = d->rank + k < d->world ? d->rank + k : d->rank + k - d->world;
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(at + (q - d->rank) * d->peer_stride),
-                 "r"(lo), "r"(d->flag), "r"(hi), "r"(d->flag)
+    unsigned char *to = at + (q - d->rank) * d->peer_stride;
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(lo),
+                 "r"(d->flag), "r"(hi), "r"(d->flag)
                  : "memory");
   }
 }
@@ -590,9 +593,11 @@ __device__ __forceinline__ void weft_gemm_ll_group(const weft_gemm_ll_t *d, int 
                                                    float f3) {
 #if WEFT_GEMM_OUT == 2
   if (col >= N) return; /* N even: col + 1 < N too */
-  if (row < M) weft_gemm_ll_line(d, ((u64)row * ldc + col) / 2, __float_as_uint(f0), __float_as_uint(f1));
+  if (row < M)
+    weft_gemm_ll_line(d, ((u64)row * ldc + col) / 2, __float_as_uint(f0), __float_as_uint(f1));
   if (row + 8 < M)
-    weft_gemm_ll_line(d, ((u64)(row + 8) * ldc + col) / 2, __float_as_uint(f2), __float_as_uint(f3));
+    weft_gemm_ll_line(d, ((u64)(row + 8) * ldc + col) / 2, __float_as_uint(f2),
+                      __float_as_uint(f3));
 #else
   /* the even lane holds cols col, col + 1 and the odd one col + 2, col + 3 of rows row and
    * row + 8: the even lane sends the row + 8 half, the odd one the row half */
@@ -600,7 +605,8 @@ __device__ __forceinline__ void weft_gemm_ll_group(const weft_gemm_ll_t *d, int 
   const int odd = threadIdx.x & 1;
   const u32 got = __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
   const int r = odd ? row + 8 : row, c0 = odd ? col - 2 : col; /* c0 % 4 == 0 */
-  if (r < M && c0 < N) weft_gemm_ll_line(d, ((u64)r * ldc + c0) / 4, odd ? got : p0, odd ? p1 : got);
+  if (r < M && c0 < N)
+    weft_gemm_ll_line(d, ((u64)r * ldc + c0) / 4, odd ? got : p0, odd ? p1 : got);
 #endif
 }
 #define WEFT_GEMM_OUT_GROUP(row, col, f0, f1, f2, f3) \
@@ -1401,7 +1407,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       /* a cluster's tile wholly past M (odd tile-row count) has no partial and no counter */
       if (w.m0 < M) {
 #if WEFT_GEMM_LL
-        const weft_gemm_ll_t lld = weft_gemm_ll_dst(c, ll_epoch, ll_slot, peer_stride, ll_rank, ll_world);
+        const weft_gemm_ll_t lld =
+            weft_gemm_ll_dst(c, ll_epoch, ll_slot, peer_stride, ll_rank, ll_world);
 #endif
         const int row_a = w.m0 + row_off + 16 * warp + lane / 4;
         const int col_a = w.n0 + col_off + 2 * (lane & 3);
@@ -1462,7 +1469,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (last) {
 #pragma unroll
           for (int v = 0; v < nv; v++)
-            WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
+            WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * v, d[4 * v], d[4 * v + 1], d[4 * v + 2],
+                                d[4 * v + 3]);
         } else {
           /* A partial tile goes to the workspace in the accumulator's own layout: thread wtid of
            * warpgroup cw stores its WG_N/2 floats as WG_N/8 float4s at
@@ -1511,8 +1519,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
               for (int i = 0; i < WEFT_GEMM_VC; i++)
                 if (v0 + i < nv)
-                  WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1], a[4 * i + 2],
-                                      a[4 * i + 3]);
+                  WEFT_GEMM_OUT_GROUP(row_a, col_a + 8 * (v0 + i), a[4 * i], a[4 * i + 1],
+                                      a[4 * i + 2], a[4 * i + 3]);
             }
 #undef WEFT_GEMM_VC
           }

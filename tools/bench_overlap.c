@@ -99,7 +99,8 @@ static void run(bench_t *b, void *ctx, int which) {
 
 static void usage(const char *suite) {
   fprintf(stderr,
-          "usage: weftrun -n N weft-bench %s [-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-a auto|ce|sm|seq|ll] "
+          "usage: weftrun -n N weft-bench %s [-s M,N,K]... [-l nk|kn] [-d bf16|fp16] "
+          "[-a auto|ce|sm|seq|ll] "
           "[--autotune] [-n iters] [-w warmup] [-G 0|1] [-J file.json]\n", suite);
   exit(2);
 }

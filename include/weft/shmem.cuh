@@ -65,7 +65,8 @@ static __device__ __forceinline__ void weft_copy_group(char *dst, const char *sr
     const uint4 *s = (const uint4 *)(src + head);
     /* WEFT_COPY_DEPTH loads in flight per thread before the stores: one at a time leaves
      * NVLink idle (a block moves ~44 GB/s with 32 KiB in flight, dev/collectives/NOTES.md). */
-    for (; v + (WEFT_COPY_DEPTH - 1) * (weft_u64_t)stride < nv; v += WEFT_COPY_DEPTH * (weft_u64_t)stride) {
+    const weft_u64_t step = WEFT_COPY_DEPTH * (weft_u64_t)stride;
+    for (; v + step - stride < nv; v += step) {
       uint4 x[WEFT_COPY_DEPTH];
 #pragma unroll
       for (int u = 0; u < WEFT_COPY_DEPTH; u++) x[u] = s[v + u * stride];

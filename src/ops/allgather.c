@@ -107,7 +107,8 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
    * ring above LL's limit: each GPU then uses only the links to its two neighbours. */
   size_t ll_max = WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world);
   if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= ll_max && (size_t)(comm->local_world - 1) * bytes <= AG_LL_AUTO_PUSH ? WEFT_ALGO_LL
+    algo = bytes <= ll_max && (size_t)(comm->local_world - 1) * bytes <= AG_LL_AUTO_PUSH
+               ? WEFT_ALGO_LL
            : !comm->uniform_links                                      ? WEFT_ALGO_RING
            : comm->local_world == 2 && bytes >= AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
                                                                       : WEFT_ALGO_SM;
@@ -142,7 +143,8 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* LL: about AG_LL_LINES lines per thread */
   unsigned long long lines = (bytes + 7) / 8;
   cfg.block[0] = AG_THREADS_LL;
-  unsigned slices = (unsigned)((lines + AG_LL_LINES * AG_THREADS_LL - 1) / (AG_LL_LINES * AG_THREADS_LL));
+  unsigned per_block = AG_LL_LINES * AG_THREADS_LL;
+  unsigned slices = (unsigned)((lines + per_block - 1) / per_block);
   cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
   unsigned long long slot = o->ag_ll_slot;
   void *args[] = {(void *)&send, &recv, &n, &o->ag_ll_buf, &slot};

@@ -637,7 +637,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   void *err = (void *)(uintptr_t)comm->error_dev;
   long long ldc = p->ldc;
   /* the LL epilogue's epoch: weft_allreduce's (kernels/reduce.cu, WEFT_EPOCH_REDUCE) */
-  const uint64_t *ll_epoch = (const uint64_t *)(uintptr_t)comm->heap.mine + WEFT_SYNC_EPOCHS + WEFT_EPOCH_REDUCE;
+  const uint64_t *ll_epoch =
+      (const uint64_t *)(uintptr_t)comm->heap.mine + WEFT_SYNC_EPOCHS + WEFT_EPOCH_REDUCE;
   unsigned long long ll_slot = ll ? h->ll_slot : 0;
   int rank = comm->local_rank, world = comm->local_world;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,

@@ -153,14 +153,15 @@ static int gemm_ar_ll_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
 /* The LL form (file comment). */
 static weft_status_t gemm_ar_ll(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                const weft_gemm_config_t *cfg, const void *a, const void *b, void *c,
-                                CUstream stream) {
+                                const weft_gemm_config_t *cfg, const void *a, const void *b,
+                                void *c, CUstream stream) {
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
   h.ll_area = comm->ops.red_ll_buf;
   h.ll_slot = comm->ops.red_ll_slot;
   WEFT_CHECK(weft_gemm_launch(comm, p, cfg, &h, a, b, c, stream));
-  return weft_reduce_ll_sum(comm, c, (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out), p->out, stream);
+  size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
+  return weft_reduce_ll_sum(comm, c, bytes, p->out, stream);
 }
 
 /* One call of a checked problem as `plan` (a weft_ops_run_t: the autotuner's trials call it

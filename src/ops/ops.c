@@ -75,7 +75,10 @@ static weft_status_t plan_run(weft_comm_t *comm, const void *ctx, int i, CUstrea
 }
 
 static const char *algo_word(weft_algo_t a) {
-  return a == WEFT_ALGO_COPY_ENGINE ? "ce" : a == WEFT_ALGO_SM ? "sm" : a == WEFT_ALGO_LL ? "ll" : "seq";
+  return a == WEFT_ALGO_COPY_ENGINE ? "ce"
+         : a == WEFT_ALGO_SM        ? "sm"
+         : a == WEFT_ALGO_LL        ? "ll"
+                                    : "seq";
 }
 
 int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,

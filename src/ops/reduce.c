@@ -113,7 +113,8 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
   cfg.block[0] = RED_LL_THREADS;
-  unsigned long long blocks = (lines + RED_LL_LINES * RED_LL_THREADS - 1) / (RED_LL_LINES * RED_LL_THREADS);
+  unsigned long long per_block = RED_LL_LINES * RED_LL_THREADS;
+  unsigned long long blocks = (lines + per_block - 1) / per_block;
   cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
@@ -232,7 +233,8 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
   if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
-           "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world, bytes);
+           "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world,
+           bytes);
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,
            "WEFT_ALGO_SM (one-shot) cannot run in place: peers read sendbuf while recvbuf is "
            "written (use two-shot or LL)");

@@ -101,7 +101,8 @@ int main(void) {
   /* In place (sendbuf == recvbuf), every algorithm that takes it, bf16 sizes around each
    * threshold: AUTO's LL limit (each rank pushes 2 MiB) and LL's largest. */
   {
-    size_t auto_ll = ((size_t)2 << 20) / (size_t)(world - 1) / 2, ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2;
+    size_t auto_ll = ((size_t)2 << 20) / (size_t)(world - 1) / 2;
+    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2;
     const size_t counts[] = {3, 4099, auto_ll, auto_ll + 1, ll_max, ll_max + 5, 3000001};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
