@@ -308,34 +308,23 @@ static void graph(void) {
   for (int i = 0; i < N; i++) teardown(&t[i]);
 }
 
-/* 200 back-to-back calls with random stragglers (up to 300 us before a call on some ranks),
- * then the last result checked. */
-static void stress(int op) {
-  tcase_t t = make(op, op == OP_AG ? 600 : world * 600, 512, 256, 1, WEFT_DTYPE_BF16,
-                   WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE);
-  setup(&t);
-  poison(&t);
-  for (int i = 0; i < 200; i++) {
-    if (test_rand(&mine) % 3 == 0) {
-      unsigned long long ns = test_rand(&mine) % 300000;
-      void *a[] = {&ns};
-      weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
-      OK(weft_kernel_launch(k_delay, &c, a, s));
-    }
-    /* the last call, the one checked, is overlapped (SM: GEMM + ReduceScatter's fused scatter,
-     * GEMM + AllReduce's consumer) */
-    t.algo = i % 10 == 8 ? WEFT_ALGO_SEQUENTIAL
-             : op != OP_AG && i % 2 ? WEFT_ALGO_SM : WEFT_ALGO_COPY_ENGINE;
-    call(&t);
-  }
-  verify(&t, " (after 200 calls with stragglers)");
-  teardown(&t);
+/* Call i's form in stress: every op's overlapped forms, the last call (the one checked)
+ * overlapped (SM: GEMM + ReduceScatter's fused scatter, GEMM + AllReduce's consumer). */
+static weft_algo_t overlapped_forms(int op, int i) {
+  return i % 10 == 8             ? WEFT_ALGO_SEQUENTIAL
+         : op != OP_AG && i % 2 ? WEFT_ALGO_SM
+                                : WEFT_ALGO_COPY_ENGINE;
+}
+/* GEMM + AllReduce's LL form, alternating with the sequential form (whose AllReduce takes LL
+ * at small sizes too: the two share the LL area's epochs and parities); the last call LL. */
+static weft_algo_t ll_forms(int op, int i) {
+  (void)op;
+  return i % 3 == 1 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_LL;
 }
 
-/* GEMM + AllReduce's LL form the same way, alternating with the sequential form (whose
- * AllReduce takes LL at this size too: the two share the LL area's epochs and parities). */
-static void stress_ll(void) {
-  tcase_t t = make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL);
+/* 200 back-to-back calls of t in the forms form(op, i) with random stragglers (up to 300 us
+ * before a call on some ranks), then the last result checked. */
+static void stress(tcase_t t, weft_algo_t (*form)(int op, int i)) {
   setup(&t);
   poison(&t);
   for (int i = 0; i < 200; i++) {
@@ -345,7 +334,7 @@ static void stress_ll(void) {
       weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
       OK(weft_kernel_launch(k_delay, &c, a, s));
     }
-    t.algo = i % 3 == 1 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_LL; /* the last (199) is LL */
+    t.algo = form(t.op, i);
     call(&t);
   }
   verify(&t, " (after 200 calls with stragglers)");
@@ -458,8 +447,11 @@ int main(void) {
   if (!only) {
     autotune();
     graph();
-    for (int op = 0; op < 3; op++) stress(op);
-    stress_ll();
+    for (int op = 0; op < 3; op++)
+      stress(make(op, op == OP_AG ? 600 : world * 600, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16,
+                  WEFT_ALGO_COPY_ENGINE),
+             overlapped_forms);
+    stress(make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), ll_forms);
   }
 
   printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
