@@ -42,6 +42,22 @@
 
 #define AR_SLOT WEFT_EPOCH_GEMM_AR
 
+/* 1 (dev/overlap/ar_sm_trace.sh sets it in a copy of the tree): on the call of epoch 3, thread 0
+ * of every block printf()s where its time went (ns): waits for stored rows or arrived pieces,
+ * copies or sums, releases. */
+#ifndef WEFT_GEMM_AR_TRACE
+#define WEFT_GEMM_AR_TRACE 0
+#endif
+#if WEFT_GEMM_AR_TRACE
+#define AR_STAMP(acc)                                                                             \
+  do {                                                                                            \
+    weft_u64_t now_ = weft_globaltimer();                                                         \
+    acc += now_ - tr_last, tr_last = now_;                                                        \
+  } while (0)
+#else
+#define AR_STAMP(acc) ((void)0)
+#endif
+
 /* Piece [lo, lo + cnt) of slice q (slices of `part` elements) of a block of len elements: its
  * first element in the block, and its length once cut at the block's end (possibly 0). */
 static __device__ __forceinline__ weft_u64_t ar_piece(int q, weft_u64_t part, weft_u64_t lo,
@@ -74,6 +90,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
   weft_u64_t rows0 = (weft_u64_t)m < (weft_u64_t)rows ? (weft_u64_t)m : (weft_u64_t)rows;
   weft_u64_t full_part = (rows0 * n + world * unit - 1) / (world * unit) * unit;
   weft_u64_t per_block = (full_part + piece - 1) / piece, stored = ~0ull;
+#if WEFT_GEMM_AR_TRACE
+  weft_u64_t tr_start = weft_globaltimer(), tr_last = tr_start, tr_wait = 0, tr_move = 0, tr_rel = 0,
+             tr_items = 0;
+#endif
   for (weft_u64_t item = role_block; item < blocks * per_block; item += role_grid) {
     weft_u64_t b = item / per_block, j = item % per_block;
     weft_u64_t r0 = b * rows, nrows = (weft_u64_t)m - r0 < (weft_u64_t)rows ? (weft_u64_t)m - r0 : rows;
@@ -86,8 +106,12 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
                       weft_state.rank);
       stored = b;
     }
+#if WEFT_GEMM_AR_TRACE
+    tr_items++;
+#endif
     if (scatterer) {
       __syncthreads(); /* the rows are stored */
+      AR_STAMP(tr_wait);
       for (int k = 1; k < world; k++) {
         int q = (me + k) % world; /* every rank starts with its next neighbour */
         weft_u64_t qlo, qn = ar_piece(q, part, lo, cnt, len, &qlo);
@@ -96,9 +120,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
         weft_copy_group((char *)weft_remote_ptr(dst, first + q), src, qn * es, t, blockDim.x);
       }
       __syncthreads();
+      AR_STAMP(tr_move);
       if (t == 0)
         for (int k = 1; k < world; k++)
           weft_red_release((weft_u64_t *)weft_remote_ptr(arrivals + item, first + (me + k) % world), 1);
+      AR_STAMP(tr_rel);
     } else {
       weft_u64_t mlo, mn = ar_piece(me, part, lo, cnt, len, &mlo);
       weft_u64_t off = (r0 * n + mlo) * es;
@@ -111,11 +137,19 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
         dsts[p] = (char *)weft_remote_ptr(c + off, first + (me + p) % world); /* own c first */
       }
       __syncthreads();
+      AR_STAMP(tr_wait);
       weft_red_sum_range(srcs, world, dsts, world, mn, dtype, t, blockDim.x);
       __syncthreads(); /* srcs and dsts are rewritten by the next item */
+      AR_STAMP(tr_move);
     }
   }
   __syncthreads();
+#if WEFT_GEMM_AR_TRACE
+  if (t == 0 && e == 3)
+    printf("gemm_ar trace rank %d block %d %s: %llu items, wait %llu move %llu release %llu, "
+           "total %llu ns\n", me, blockIdx.x, scatterer ? "scatter" : "reduce", tr_items, tr_wait,
+           tr_move, tr_rel, weft_globaltimer() - tr_start);
+#endif
   if (t == 0 && weft_epoch_last_block(AR_SLOT)) {
     weft_op_signal_all(WEFT_FLAGS_GEMM_AR_DONE, e);
     for (int p = 0; p < world; p++)
