@@ -133,9 +133,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_AR_THREADS;
   const char *partial = ws;
   char *staging = (char *)ws + l.partial_bytes;
-  /* A third of the blocks scatter, the rest reduce: per block the reducers moved ~6 GB/s and
-   * the scatterers ~15 (H100 x2, dev/overlap/ar_sm_trace.sh: 128 KB pieces, 8 + 8 blocks). */
-  int m = p->m, dt = (int)p->out, rows = l.rows, scatter = (g + 1) / 3;
+  int m = p->m, dt = (int)p->out, rows = l.rows, scatter = g / 2;
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
   void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &l.item_bytes, &c, &m, &n, &dt,
                   &o->gemm_ar_ctr, &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
