@@ -101,6 +101,10 @@ typedef struct CUstream_st *weft_stream_t;
 
 typedef struct weft_comm weft_comm_t;
 
+/* heap_size: weft_comm_init takes about 66 MiB of it for the collectives' scratch (the LL areas
+ * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
+ * staging, WEFT_REDUCE_STAGING_BYTES, default 32 MiB; AllToAll's LL area); the rest is the
+ * caller's weft_malloc. */
 typedef struct weft_comm_config {
   size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
   int timeout_ms;    /* deadline of every wait; 0: WEFT_TIMEOUT_MS, else 60000 */
