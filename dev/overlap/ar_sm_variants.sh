@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# GEMM + AllReduce's SM form (kernels/gemm_ar.cu) against variants of its copy depth and piece
-# size: each variant depth:pieceKiB of VARIANTS (default "4:128 8:128 8:512 16:512") sets
-# WEFT_COPY_DEPTH (include/weft/shmem.cuh) and GEMM_AR_PIECE_BYTES (src/ops/gemm_ar.c) in its own
-# copy of the tree; `weft-bench gemm_ar -a sm` then runs for each at WEFT_COMM_SMS = SMS (default
-# "8 16") consumer SMs, 2 ranks, on k = 128 (the AllReduce alone, nearly) and a TP=2 shape.
+# GEMM + AllReduce's SM form (kernels/gemm_ar.cu) against variants: each variant
+# depth:pieceKiB:UxB:share of VARIANTS (default "4:128:4x4:2 4:128:8x2:2 4:128:4x4:3
+# 4:128:8x2:3") sets WEFT_COPY_DEPTH (include/weft/shmem.cuh), GEMM_AR_PIECE_BYTES and
+# GEMM_AR_SCATTER_SHARE (src/ops/gemm_ar.c) and the reducers' WEFT_RED_UNROLL x WEFT_RED_BATCH
+# (kernels/gemm_ar.cu: vectors x sources in flight a thread; 8x4 spills) in its own copy of
+# the tree (stop 20 ran the first two fields alone: "4:128 8:128 8:512 16:512");
+# `weft-bench gemm_ar -a sm` then runs for each at WEFT_COMM_SMS = SMS (default "8 16") consumer
+# SMs, 2 ranks, on k = 128 (the AllReduce alone, nearly) and TP=2 shapes.
 # Logs under $OUT. Device tool, 2+ GPUs:   bash dev/overlap/ar_sm_variants.sh
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -11,27 +14,36 @@ export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-variants=${VARIANTS:-4:128 8:128 8:512 16:512}
+variants=${VARIANTS:-4:128:4x4:2 4:128:8x2:2 4:128:4x4:3 4:128:8x2:3}
 { date -u; nvidia-smi -L; } > "$out/machine.txt" 2>&1
 for v in $variants; do
-  tree=/tmp/weft-arsm-${v/:/-}
+  tree=/tmp/weft-arsm-${v//:/-}
   rm -rf "$tree" && mkdir -p "$tree"
   (cd "$src" && tar --exclude=./build --exclude=./.git -cf - .) | tar -C "$tree" -xf -
-  sed -i "s/^#define WEFT_COPY_DEPTH [0-9]*/#define WEFT_COPY_DEPTH ${v%%:*}/" "$tree/include/weft/shmem.cuh"
-  sed -i "s/^#define GEMM_AR_PIECE_BYTES .*/#define GEMM_AR_PIECE_BYTES (${v##*:}u << 10)/" "$tree/src/ops/gemm_ar.c"
-  grep -q "^#define WEFT_COPY_DEPTH ${v%%:*}" "$tree/include/weft/shmem.cuh" &&
-    grep -q "(${v##*:}u << 10)" "$tree/src/ops/gemm_ar.c" || { echo "sed failed ($v)"; exit 1; }
+  IFS=: read -r depth piece ub share <<< "$v"
+  ub=${ub:-4x4}
+  unroll=${ub%x*} batch=${ub#*x}
+  sed -i "s/^#define WEFT_COPY_DEPTH [0-9]*/#define WEFT_COPY_DEPTH $depth/" "$tree/include/weft/shmem.cuh"
+  sed -i -e "s/^#define GEMM_AR_PIECE_BYTES .*/#define GEMM_AR_PIECE_BYTES (${piece}u << 10)/" \
+    -e "s/^#define GEMM_AR_SCATTER_SHARE .*/#define GEMM_AR_SCATTER_SHARE ${share:-2}/" "$tree/src/ops/gemm_ar.c"
+  sed -i -e "s/^#define WEFT_RED_UNROLL .*/#define WEFT_RED_UNROLL $unroll/" \
+    -e "s/^#define WEFT_RED_BATCH .*/#define WEFT_RED_BATCH $batch/" "$tree/kernels/gemm_ar.cu"
+  grep -q "^#define WEFT_COPY_DEPTH $depth" "$tree/include/weft/shmem.cuh" &&
+    grep -q "(${piece}u << 10)" "$tree/src/ops/gemm_ar.c" &&
+    grep -q "^#define GEMM_AR_SCATTER_SHARE ${share:-2}" "$tree/src/ops/gemm_ar.c" &&
+    grep -q "^#define WEFT_RED_UNROLL $unroll" "$tree/kernels/gemm_ar.cu" &&
+    grep -q "^#define WEFT_RED_BATCH $batch" "$tree/kernels/gemm_ar.cu" || { echo "sed failed ($v)"; exit 1; }
   (cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build-${v/:/-}.log" 2>&1 &
+     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build-${v//:/-}.log" 2>&1 &
 done
 wait
 for g in ${SMS:-8 16}; do
   for v in $variants; do
-    t=${v/:/-}
+    t=${v//:/-}
     WEFT_COMM_SMS=$g timeout 120 /tmp/weft-arsm-$t/build/tools/weftrun -n 2 \
       /tmp/weft-arsm-$t/build/tools/weft-bench gemm_ar -a sm -s 8192,4096,128 -s 8192,4096,11008 \
       -s 8192,8192,28672 -n 10 -J "$out/arsm-$t-sms$g.json" > "$out/arsm-$t-sms$g.log" 2>&1
-    echo "== depth:piece $v, $g consumer SMs (rc=$?)"
+    echo "== depth:piece:UxB:share $v, $g consumer SMs (rc=$?)"
     grep -E "^ +8192" "$out/arsm-$t-sms$g.log"
   done
 done

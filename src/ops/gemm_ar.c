@@ -40,6 +40,10 @@
  * for its stores to land (an NVLink round trip), so 16 KB pieces moved only ~2 GB/s per SM on
  * H200. */
 #define GEMM_AR_PIECE_BYTES (128u << 10)
+/* One in GEMM_AR_SCATTER_SHARE of the consumer's blocks scatter, the others reduce (a trace on
+ * H100 x2 had the reducers at ~6 GB/s a block, the scatterers ~15: dev/overlap/NOTES.md; 3 is
+ * the next candidate, not yet measured) */
+#define GEMM_AR_SCATTER_SHARE 2
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -133,7 +137,8 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_AR_THREADS;
   const char *partial = ws;
   char *staging = (char *)ws + l.partial_bytes;
-  int m = p->m, dt = (int)p->out, rows = l.rows, scatter = g / 2;
+  int m = p->m, dt = (int)p->out, rows = l.rows;
+  int scatter = g / GEMM_AR_SCATTER_SHARE > 0 ? g / GEMM_AR_SCATTER_SHARE : 1;
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
   void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &l.item_bytes, &c, &m, &n, &dt,
                   &o->gemm_ar_ctr, &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
