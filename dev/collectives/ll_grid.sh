@@ -6,24 +6,13 @@
 # run beside its own NCCL). Logs under $OUT. Device tool, 2+ GPUs:
 #   [VARIANTS="1:512 2:512"] [ROUNDS=2] bash dev/collectives/ll_grid.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/../variant.sh"
 lines=${VARIANTS:-1:512 2:512 4:512}
-{ date -u; nvidia-smi -L; } > "$out/machine.txt" 2>&1
 for l in $lines; do
   tree=/tmp/weft-ll${l/:/-}
-  rm -rf "$tree" && mkdir -p "$tree"
-  (cd "$src" && tar --exclude=./build --exclude=./.git -cf - .) | tar -C "$tree" -xf -
-  sed -i -e "s/^#define RED_LL_LINES .*/#define RED_LL_LINES ${l%%:*}/" \
-    -e "s/^#define RED_LL_THREADS .*/#define RED_LL_THREADS ${l##*:}/" "$tree/src/ops/reduce.c"
-  sed -i -e "s/^#define AG_LL_LINES [0-9]*/#define AG_LL_LINES ${l%%:*}/" \
-    -e "s/^#define AG_THREADS_LL .*/#define AG_THREADS_LL ${l##*:}/" "$tree/src/ops/allgather.c"
-  grep -q "^#define RED_LL_THREADS ${l##*:}" "$tree/src/ops/reduce.c" || { echo "sed failed"; exit 1; }
-  (cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build${l/:/-}.log" 2>&1 &
+  variant_tree "$tree" src/ops/reduce.c RED_LL_LINES "${l%%:*}" src/ops/reduce.c RED_LL_THREADS "${l##*:}" \
+    src/ops/allgather.c AG_LL_LINES "${l%%:*}" src/ops/allgather.c AG_THREADS_LL "${l##*:}" || exit 1
+  variant_build "$tree" "$out/build${l/:/-}.log" weft-bench weftrun &
 done
 wait
 for r in $(seq 1 "${ROUNDS:-2}"); do

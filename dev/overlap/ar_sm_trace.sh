@@ -5,20 +5,10 @@
 # (default 16) consumer SMs, 2 ranks, on SHAPE (default 8192,4096,128). Logs under $OUT.
 # Device tool, 2+ GPUs:   [SMS=16] [SHAPE=M,N,K] bash dev/overlap/ar_sm_trace.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/../variant.sh"
 tree=/tmp/weft-artrace
-rm -rf "$tree" && mkdir -p "$tree"
-(cd "$src" && tar --exclude=./build --exclude=./.git -cf - .) | tar -C "$tree" -xf -
-sed -i "s/^#define WEFT_GEMM_AR_TRACE 0/#define WEFT_GEMM_AR_TRACE 1/" "$tree/kernels/gemm_ar.cu"
-grep -q "^#define WEFT_GEMM_AR_TRACE 1" "$tree/kernels/gemm_ar.cu" || { echo "sed failed"; exit 1; }
-{ date -u; nvidia-smi -L; } > "$out/machine.txt" 2>&1
-(cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-   cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build.log" 2>&1 ||
-  { tail -20 "$out/build.log"; exit 1; }
+variant_tree "$tree" kernels/gemm_ar.cu WEFT_GEMM_AR_TRACE 1 || exit 1
+variant_build "$tree" "$out/build.log" weft-bench weftrun || { tail -20 "$out/build.log"; exit 1; }
 WEFT_COMM_SMS=${SMS:-16} timeout 120 "$tree/build/tools/weftrun" -n 2 "$tree/build/tools/weft-bench" \
   gemm_ar -a sm -s "${SHAPE:-8192,4096,128}" -n 3 -w 1 > "$out/trace.log" 2>&1
 echo "rc=$?"

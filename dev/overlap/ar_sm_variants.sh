@@ -9,32 +9,17 @@
 # SMs, 2 ranks, on k = 128 (the AllReduce alone, nearly) and TP=2 shapes.
 # Logs under $OUT. Device tool, 2+ GPUs:   bash dev/overlap/ar_sm_variants.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/../variant.sh"
 variants=${VARIANTS:-4:128:4x4:2 4:128:8x2:2 4:128:4x4:3 4:128:8x2:3}
-{ date -u; nvidia-smi -L; } > "$out/machine.txt" 2>&1
 for v in $variants; do
-  tree=/tmp/weft-arsm-${v//:/-}
-  rm -rf "$tree" && mkdir -p "$tree"
-  (cd "$src" && tar --exclude=./build --exclude=./.git -cf - .) | tar -C "$tree" -xf -
   IFS=: read -r depth piece ub share <<< "$v"
   ub=${ub:-4x4}
-  unroll=${ub%x*} batch=${ub#*x}
-  sed -i "s/^#define WEFT_COPY_DEPTH [0-9]*/#define WEFT_COPY_DEPTH $depth/" "$tree/include/weft/shmem.cuh"
-  sed -i -e "s/^#define GEMM_AR_PIECE_BYTES .*/#define GEMM_AR_PIECE_BYTES (${piece}u << 10)/" \
-    -e "s/^#define GEMM_AR_SCATTER_SHARE .*/#define GEMM_AR_SCATTER_SHARE ${share:-2}/" "$tree/src/ops/gemm_ar.c"
-  sed -i -e "s/^#define WEFT_RED_UNROLL .*/#define WEFT_RED_UNROLL $unroll/" \
-    -e "s/^#define WEFT_RED_BATCH .*/#define WEFT_RED_BATCH $batch/" "$tree/kernels/gemm_ar.cu"
-  grep -q "^#define WEFT_COPY_DEPTH $depth" "$tree/include/weft/shmem.cuh" &&
-    grep -q "(${piece}u << 10)" "$tree/src/ops/gemm_ar.c" &&
-    grep -q "^#define GEMM_AR_SCATTER_SHARE ${share:-2}" "$tree/src/ops/gemm_ar.c" &&
-    grep -q "^#define WEFT_RED_UNROLL $unroll" "$tree/kernels/gemm_ar.cu" &&
-    grep -q "^#define WEFT_RED_BATCH $batch" "$tree/kernels/gemm_ar.cu" || { echo "sed failed ($v)"; exit 1; }
-  (cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-     cmake --build "$tree/build" -j "$(nproc)" --target weft-bench weftrun) > "$out/build-${v//:/-}.log" 2>&1 &
+  tree=/tmp/weft-arsm-${v//:/-}
+  variant_tree "$tree" include/weft/shmem.cuh WEFT_COPY_DEPTH "$depth" \
+    src/ops/gemm_ar.c GEMM_AR_PIECE_BYTES "(${piece}u << 10)" \
+    src/ops/gemm_ar.c GEMM_AR_SCATTER_SHARE "${share:-2}" \
+    kernels/gemm_ar.cu WEFT_RED_UNROLL "${ub%x*}" kernels/gemm_ar.cu WEFT_RED_BATCH "${ub#*x}" || exit 1
+  variant_build "$tree" "$out/build-${v//:/-}.log" weft-bench weftrun &
 done
 wait
 for g in ${SMS:-8 16}; do
