@@ -4,7 +4,7 @@
  * rank regenerates its peers' random inputs from their seeds): random shapes (m not a multiple
  * of tile x world, odd n, wider row strides), both B layouts, bf16 and fp16 inputs, bf16, fp16
  * and fp32 outputs, each op's overlapped form(s), its sequential form and AUTO; the gathered A of
- * AG+GEMM bit for bit. Inputs are drawn fresh each run; outputs, the gathered A and the
+ * AG+GEMM bit for bit; that GEMM+AR's LL form runs where it takes the shape (and only there). Inputs are drawn fresh each run; outputs, the gathered A and the
  * workspaces are poisoned (NaN) before each call; every element is checked. Then the three ops
  * (GEMM+AR in three forms) captured in one CUDA graph and replayed, and 200 back-to-back calls of
  * each op (and of GEMM+AR's LL form) with random straggler delays (a hang is a timeout, which
@@ -245,7 +245,10 @@ static void step(const tcase_t *t, const char *what) {
   fprintf(stderr, "[%d] %.3f s %s: %s\n", me, (double)weft_now_ns() / 1e9, d, what);
 }
 
-static void one(tcase_t t) {
+/* One case: set up, poison, call, check. ll >= 0 (GEMM + AllReduce asked for WEFT_ALGO_LL):
+ * also which form ran, from the workspace, which the LL form leaves poisoned and the sequential
+ * form (where LL does not take the shape) fills with the partial product. */
+static void one_form(tcase_t t, int ll) {
   step(&t, "setup");
   setup(&t);
   poison(&t);
@@ -253,9 +256,24 @@ static void one(tcase_t t) {
   call(&t);
   step(&t, "verify");
   verify(&t, "");
+  if (ll >= 0) {
+    unsigned char w[256];
+    char d[160];
+    OK(weft_stream_synchronize(comm, s));
+    CU(cuMemcpyDtoH(w, DP(t.sym), sizeof w));
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof w; i++) untouched &= w[i] == 0xFF;
+    describe(&t, d, sizeof d);
+    cases++;
+    if (untouched != ll) failures++;
+    printf("[%d] %s %s: the %s form ran (%s expected)\n", me, untouched == ll ? "ok  " : "FAIL", d,
+           untouched ? "LL" : "sequential", ll ? "LL" : "sequential");
+  }
   step(&t, "teardown");
   teardown(&t);
 }
+
+static void one(tcase_t t) { one_form(t, -1); }
 
 /* A random problem of op: sizes off every tile multiple; the same on every rank. */
 static tcase_t random_case(int op, weft_algo_t algo, int large) {
@@ -434,10 +452,10 @@ int main(void) {
      * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
      * small shapes */
     if (op == OP_AR) {
-      one(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
-      one(make(op, 17, 1000, 512, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_LL));
-      one(make(op, 128, 2048, 1024, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
-      one(make(op, 64, 333, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL));
+      one_form(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 1);
+      one_form(make(op, 17, 1000, 512, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_LL), 1);
+      one_form(make(op, 128, 2048, 1024, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 1);
+      one_form(make(op, 64, 333, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 0);
       for (int i = 0; i < 4; i++) one(random_case(op, WEFT_ALGO_LL, 0));
     }
     /* k = 0 */
