@@ -312,7 +312,13 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
   return 0;
 }
 
-int weft_gemm_config_direct(weft_gemm_config_t *c) {
+/* C as the LL epilogue writes it: contiguous rows of whole 8-byte words. */
+static int ll_rows(const weft_gemm_problem_t *p) {
+  return p->ldc == p->n && p->n * out_size(p->out) % 8 == 0;
+}
+
+int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
+  if (!ll_rows(p)) return 0;
   if (c->splitk) return 1;
   if (c->cluster != 1 || tail_split(c)) return 0;
   c->splitk = 1, c->k_splits = 1, c->splitk_cluster = 0, c->tail_splits = 0;
@@ -575,8 +581,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
                     "segment's %d rows", p->m, seg);
   int ll = h && h->ll_area;
-  if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || p->ldc != p->n ||
-             p->n * out_size(p->out) % 8))
+  if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || !ll_rows(p)))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
                     "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);

@@ -54,8 +54,8 @@ typedef struct weft_gemm_hooks {
    * is rank 0's; weft_gemm_scatter_rows rows of ldc elements, the segment from row
    * (q * notify_rows) % 64), and its counter is rank q's copy of notify_counters (rank 0's) */
   long long scatter_stride;
-  /* the LL epilogue (kernels/gemm.cu, WEFT_GEMM_LL; a split-K configuration and no other hook,
-   * c [m, n] contiguous with n * element size a multiple of 8): c is not written; its 8-byte
+  /* the LL epilogue (kernels/gemm.cu, WEFT_GEMM_LL; a configuration weft_gemm_config_ll gave, no
+   * other hook): c is not written; its 8-byte
    * words go as LL lines into this rank's slot of every rank's copy of ll_area (weft_red_ll's
    * [2][local world][ll_slot] area, flagged with the reduction epoch + 1), which
    * weft_reduce_ll_sum then sums */
@@ -84,10 +84,11 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
  * that wide). For the autotuner's plans. */
 int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c);
 
-/* c as the direct-store kernel (splitk; the LL epilogue is that kernel's): unchanged where it is
- * one, else its tiles unsplit (k_splits 1) where it has neither 2x1 clusters nor a split tail
- * (the direct store takes neither). 0 where c does not become one. */
-int weft_gemm_config_direct(weft_gemm_config_t *c);
+/* c as the kernel of the LL epilogue (weft_gemm_hooks_t.ll_area), which is the direct-store
+ * kernel's (splitk): c unchanged where it is one, else its tiles unsplit (k_splits 1) where it has
+ * neither 2x1 clusters nor a split tail (the direct store takes neither); C must be contiguous
+ * (ldc = n) with rows of a multiple of 8 bytes. 0 where p or c does not take it. */
+int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c);
 
 /* The -D options of the specialisation for (p, cfg, hooks) into opts (borrowed pointers into
  * buf); returns their number (at most WEFT_GEMM_MAX_OPTIONS). hooks may be NULL. */
@@ -134,15 +135,16 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
 /* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
- * (op names the public call in messages; c, which must not overlap the workspace, holds all m
- * rows when c_all_rows, i.e. for weft_gemm_ar, which also takes WEFT_ALGO_LL, else m / world);
+ * (op names the public call in messages, algos[0..nalgos) its algorithms besides AUTO; c, which
+ * must not overlap the workspace, holds all m rows when c_all_rows, i.e. for weft_gemm_ar, else
+ * m / world);
  * the enqueue runs the form that the plan asks for (AUTO: by size) into c, [m / world, n]
  * contiguous. */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  const void *c, const void *workspace, int m, int n, int k,
                                  weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
-                                 weft_algo_t algo, int c_all_rows, const char *op,
-                                 weft_gemm_problem_t *p);
+                                 weft_algo_t algo, const weft_algo_t *algos, int nalgos,
+                                 int c_all_rows, const char *op, weft_gemm_problem_t *p);
 /* Bytes of workspace weft_gemm_ar's SM form needs (gemm_ar.c); weft_gemm_rs_workspace_size
  * returns at least this. */
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);

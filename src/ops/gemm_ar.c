@@ -146,14 +146,13 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join1(comm, stream);
 }
 
-/* Whether the LL form takes p, and its GEMM configuration: the plan's as the direct-store
- * kernel, whose epilogue the LL one is. */
+/* Whether the LL form takes p, and its GEMM configuration: the plan's, as the LL epilogue's
+ * kernel (weft_gemm_config_ll). */
 static int gemm_ar_ll_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                             const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
   weft_ops_gemm_config(comm, p, plan, cfg);
-  return weft_gemm_config_direct(cfg) && p->n * weft_dtype_size(p->out) % 8 == 0 &&
-         bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
+  return weft_gemm_config_ll(p, cfg) && bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
 }
 
 /* The LL form (file comment). */
@@ -203,16 +202,16 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
                            weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
                            weft_stream_t stream) {
   weft_gemm_problem_t p;
+  /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
+  static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
+                                     WEFT_ALGO_LL};
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
-                                1, "gemm_ar", &p));
+                                all, 4, 1, "gemm_ar", &p));
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   size_t bytes = (size_t)m * (size_t)n * weft_dtype_size(out);
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, bytes),
            "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
-  /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
-  static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
-                                     WEFT_ALGO_LL};
   int even = m % comm->local_world == 0;
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   weft_ops_plan_t plan;

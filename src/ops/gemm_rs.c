@@ -33,6 +33,7 @@
  */
 #include "ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -93,15 +94,19 @@ weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int n, weft_
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  const void *c, const void *workspace, int m, int n, int k,
                                  weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
-                                 weft_algo_t algo, int c_all_rows, const char *op,
-                                 weft_gemm_problem_t *p) {
+                                 weft_algo_t algo, const weft_algo_t *algos, int nalgos,
+                                 int c_all_rows, const char *op, weft_gemm_problem_t *p) {
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
-  WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
-                     algo == WEFT_ALGO_SEQUENTIAL || (c_all_rows && algo == WEFT_ALGO_LL),
-           "algo %d is not one of %s's (auto, copy engine, SM, sequential%s)", (int)algo, op,
-           c_all_rows ? ", LL" : "");
+  int known = algo == WEFT_ALGO_AUTO;
+  char names[64] = "auto";
+  for (int i = 0; i < nalgos; i++) {
+    known |= algo == algos[i];
+    size_t len = strlen(names);
+    snprintf(names + len, sizeof names - len, ", %s", weft_ops_algo_name(algos[i]));
+  }
+  WEFT_ARG(comm, known, "algo %d is not one of %s's (%s)", (int)algo, op, names);
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "%s runs over the ranks of one node (world %d, %d on this node)", op,
@@ -275,11 +280,11 @@ weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void
                            weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
                            weft_stream_t stream) {
   weft_gemm_problem_t p;
+  static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
-                                0, "gemm_rs", &p));
+                                algos, 3, 0, "gemm_rs", &p));
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
-  static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   weft_ops_plan_t plan;
   WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_rs", &p, algos, 3, 0, gemm_rs_run, &x, (CUstream)stream, &plan));

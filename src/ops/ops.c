@@ -74,7 +74,7 @@ static weft_status_t plan_run(weft_comm_t *comm, const void *ctx, int i, CUstrea
   return t->run(comm, t->ctx, &t->plans[i], stream);
 }
 
-static const char *algo_word(weft_algo_t a) {
+const char *weft_ops_algo_name(weft_algo_t a) {
   return a == WEFT_ALGO_COPY_ENGINE ? "ce"
          : a == WEFT_ALGO_SM        ? "sm"
          : a == WEFT_ALGO_LL        ? "ll"
@@ -103,7 +103,7 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
   }
   for (int i = 0; i < n; i++) {
     size_t size = sizeof names[i];
-    int len = snprintf(names[i], size, "%s", algo_word(plans[i].algo));
+    int len = snprintf(names[i], size, "%s", weft_ops_algo_name(plans[i].algo));
     if (plans[i].bn) len += snprintf(names[i] + len, size - (size_t)len, "/bn%d", plans[i].bn);
     if (plans[i].comm_sms) snprintf(names[i] + len, size - (size_t)len, "/sms%d", plans[i].comm_sms);
   }

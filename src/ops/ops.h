@@ -99,6 +99,9 @@ void weft_alltoall_destroy(weft_comm_t *comm);
 weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream);
 weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
 
+/* An overlapped op's algorithm in the autotuner's plan names: "ce", "sm", "ll" or "seq". */
+const char *weft_ops_algo_name(weft_algo_t algo);
+
 /* How one call of an overlapped op runs: AUTO (the heuristics), an algorithm the caller named,
  * or the autotuner's pick among the op's candidates (weft_ops_plan). */
 typedef struct weft_ops_plan {

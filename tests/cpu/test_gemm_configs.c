@@ -218,12 +218,10 @@ int main(void) {
                 weft_gemm_config_choose(&p, sms, ws_floats, ws_counters, &c);
                 check_choice(&p, &c, sms, ws_floats, ws_counters);
                 add(&p, &c, NULL);
-                /* GEMM + AllReduce's LL form (C contiguous, rows of 8-byte multiples) on the
-                 * direct-store kernel, also as the workspace reduction that a cluster one may
-                 * become */
+                /* GEMM + AllReduce's LL form where it takes the problem, also as the workspace
+                 * reduction that a cluster one may become */
                 weft_gemm_config_t d = c;
-                if (!odd_ldc && n * (outs[o] == WEFT_DTYPE_FP32 ? 4 : 2) % 8 == 0 &&
-                    weft_gemm_config_direct(&d)) {
+                if (weft_gemm_config_ll(&p, &d)) {
                   add(&p, &d, &ll_hook);
                   d.splitk_cluster = 0;
                   add(&p, &d, &ll_hook);
