@@ -107,8 +107,7 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
    * ring above LL's limit: each GPU then uses only the links to its two neighbours. */
   size_t ll_max = WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world);
   if (algo == WEFT_ALGO_AUTO)
-    algo = bytes <= ll_max && (size_t)(comm->local_world - 1) * bytes <= AG_LL_AUTO_PUSH
-               ? WEFT_ALGO_LL
+    algo = weft_ops_ll_auto(comm->local_world, bytes, ll_max, AG_LL_AUTO_PUSH) ? WEFT_ALGO_LL
            : !comm->uniform_links                                      ? WEFT_ALGO_RING
            : comm->local_world == 2 && bytes >= AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
                                                                       : WEFT_ALGO_SM;

@@ -140,6 +140,12 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg);
 
+/* Whether a collective's AUTO takes its LL form for `bytes` a rank at `world` ranks: within LL's
+ * largest (max_bytes) and with the bytes a rank pushes, one copy to each peer, at most push. */
+static inline int weft_ops_ll_auto(int world, size_t bytes, size_t max_bytes, size_t push) {
+  return bytes <= max_bytes && (size_t)(world - 1) * bytes <= push;
+}
+
 /* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
 static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
   if (algo != WEFT_ALGO_AUTO) return algo;

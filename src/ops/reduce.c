@@ -83,8 +83,8 @@ static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_o
 
 /* Whether AUTO takes LL for an array (AllReduce) or segment (ReduceScatter) of `bytes`. */
 static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
-  return bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) &&
-         (size_t)(comm->local_world - 1) * bytes <= RED_LL_AUTO_PUSH;
+  int world = comm->local_world;
+  return weft_ops_ll_auto(world, bytes, WEFT_ALLREDUCE_LL_MAX_BYTES(world), RED_LL_AUTO_PUSH);
 }
 
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
