@@ -11,9 +11,9 @@
  * A row block's elements (contiguous in partial and in c) are cut into world slices of whole
  * 16-byte units; rank q owns slice q. Each slice is cut into pieces of at most `piece` elements,
  * item i = b * per_block + j being piece j of every slice of block b. Every remote access is a
- * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200, one load in flight a thread;
- * these stores, with a release per 128 KB piece, at ~5-7: dev/overlap/NOTES.md. A block can move
- * ~44 GB/s with enough bytes in flight, dev/collectives/NOTES.md: the protocol limits this one):
+ * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200, one load in flight a thread).
+ * A scatter block copies ~24 GB/s, a reducer sums ~15-22 (2 ranks, H100: dev/overlap/NOTES.md);
+ * one block can move ~44 GB/s over NVLink with enough bytes in flight (dev/collectives/NOTES.md):
  *
  *   weft_gemm_ar_reduce  blocks [0, scatter): for the items in order, once this rank's row block
  *                        is stored, push piece j of every peer's slice into that peer's staging
@@ -35,9 +35,12 @@
  *                        all of them: then every peer's stores into this rank's c are visible.
  */
 #include <weft/device.cuh>
-/* The reducers read local memory only; 4 vectors of up to 4 sources in flight per thread. */
-#define WEFT_RED_BATCH 4
-#define WEFT_RED_UNROLL 4
+/* The reducers read local memory only. src/ops/gemm_ar.c compiles this file with WEFT_RED_BATCH =
+ * the node's world size (every source in one batch: weft_red_sum_range then double-buffers its
+ * loads) and WEFT_RED_UNROLL = 8 / world, at least 1 (2 x 16 vectors in flight a thread). */
+// weft-jit-variant: -DWEFT_RED_BATCH=2 -DWEFT_RED_UNROLL=4
+// weft-jit-variant: -DWEFT_RED_BATCH=4 -DWEFT_RED_UNROLL=2
+// weft-jit-variant: -DWEFT_RED_BATCH=8 -DWEFT_RED_UNROLL=1
 #include <weft/reduce.cuh>
 
 #define AR_SLOT WEFT_EPOCH_GEMM_AR

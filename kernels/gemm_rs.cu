@@ -19,12 +19,11 @@
 #include <weft/device.cuh>
 #include <weft/reduce.cuh>
 
-extern "C" __global__ void weft_gemm_rs_reduce(const char *own, const char *staging,
-                                               unsigned long long slot_bytes,
-                                               unsigned long long offset, char *out,
-                                               unsigned long long n, int dtype,
-                                               const unsigned long long *flags,
-                                               unsigned long long expected) {
+/* 512 threads (src/ops/gemm_rs.c, GEMM_RS_THREADS) */
+extern "C" __global__ void __launch_bounds__(512)
+    weft_gemm_rs_reduce(const char *own, const char *staging, unsigned long long slot_bytes,
+                        unsigned long long offset, char *out, unsigned long long n, int dtype,
+                        const unsigned long long *flags, unsigned long long expected) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[1];
   int world = weft_state.local_world, me = weft_state.local_rank;

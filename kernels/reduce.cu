@@ -50,8 +50,9 @@
 
 /* ---- pull: ReduceScatter SM, AllReduce one-shot and two-shot ------------------------------- */
 
-extern "C" __global__ void weft_red_pull(const char *send, char *recv, unsigned long long n,
-                                         int dtype, int push) {
+/* 512 threads (src/ops/reduce.c, RED_THREADS): the bound keeps the sums within 128 registers. */
+extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send, char *recv,
+                                                               unsigned long long n, int dtype, int push) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
@@ -163,9 +164,9 @@ extern "C" __global__ void weft_red_ce_wait(void) {
 /* recv[i] = sum over ranks r in order of (r == me ? own[i] : staging slot r [i]), i < n. The
  * senders put each segment at (own & 15) past its slot's start, so that slots and own share
  * their alignment mod 16 (own's offset is the same on every rank: sendbuf is symmetric). */
-extern "C" __global__ void weft_red_ce_reduce(const char *own, const char *staging,
-                                              unsigned long long slot_bytes, char *recv,
-                                              unsigned long long n, int dtype) {
+extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char *own, const char *staging,
+                                                                   unsigned long long slot_bytes, char *recv,
+                                                                   unsigned long long n, int dtype) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[1];
   int world = weft_state.local_world, me = weft_state.local_rank;

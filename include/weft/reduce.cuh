@@ -67,6 +67,99 @@ static __device__ __forceinline__ void weft_red_elem_store(char *p, float v, int
 #define WEFT_RED_UNROLL 1
 #endif
 
+static __device__ __forceinline__ void weft_red_vec_add(float *acc, uint4 x, int dtype, int first) {
+  weft_red_word_add(acc + 0, x.x, dtype, first);
+  weft_red_word_add(acc + 2, x.y, dtype, first);
+  weft_red_word_add(acc + 4, x.z, dtype, first);
+  weft_red_word_add(acc + 6, x.w, dtype, first);
+}
+
+/* The 16-byte vectors [0, nv) after hb bytes of weft_red_sum_range, for one dtype (a constant
+ * where each call inlines it: no branches in the conversions). Where one batch holds every source
+ * and every destination, the pointers live in registers and the loads are double-buffered: the
+ * next vectors' loads go out before this vectors' sums and stores, so that an iteration costs the
+ * larger of a load's latency and its own work, not their sum; and no load waits for a pointer
+ * read from shared memory behind the stores (with a few blocks that is what the speed is:
+ * dev/overlap/red_sm.cu). */
+static __device__ __forceinline__ void weft_red_sum_vectors(const char *const *src, int nsrc, char *const *dst,
+                                                            int ndst, weft_u64_t hb, weft_u64_t nv, int dtype,
+                                                            weft_u64_t t, weft_u64_t nt) {
+  uint4 x[WEFT_RED_UNROLL][WEFT_RED_BATCH];
+#define WEFT_RED_ADD(s0)                                                                          \
+  _Pragma("unroll") for (int u = 0; u < WEFT_RED_UNROLL; u++)                                     \
+  _Pragma("unroll") for (int j = 0; j < WEFT_RED_BATCH; j++)                                      \
+    if ((s0) + j < nsrc && v0 + u * nt < nv) weft_red_vec_add(acc[u], x[u][j], dtype, (s0) + j == 0)
+#define WEFT_RED_PACK(u)                                                                          \
+  make_uint4(weft_red_word_pack(acc[u] + 0, dtype), weft_red_word_pack(acc[u] + 2, dtype),         \
+             weft_red_word_pack(acc[u] + 4, dtype), weft_red_word_pack(acc[u] + 6, dtype))
+  if (nsrc <= WEFT_RED_BATCH && ndst <= WEFT_RED_BATCH) {
+    const uint4 *sp[WEFT_RED_BATCH];
+    uint4 *dp[WEFT_RED_BATCH];
+#pragma unroll
+    for (int j = 0; j < WEFT_RED_BATCH; j++) {
+      sp[j] = (const uint4 *)(src[j < nsrc ? j : 0] + hb);
+      dp[j] = (uint4 *)(dst[j < ndst ? j : 0] + hb);
+    }
+#define WEFT_RED_LOAD(to, v)                                                                      \
+  _Pragma("unroll") for (int u = 0; u < WEFT_RED_UNROLL; u++)                                     \
+  _Pragma("unroll") for (int j = 0; j < WEFT_RED_BATCH; j++)                                      \
+    if (j < nsrc && (v) + u * nt < nv) to[u][j] = sp[j][(v) + u * nt]
+    WEFT_RED_LOAD(x, t);
+    for (weft_u64_t v0 = t; v0 < nv; v0 += nt * WEFT_RED_UNROLL) {
+      uint4 next[WEFT_RED_UNROLL][WEFT_RED_BATCH];
+      float acc[WEFT_RED_UNROLL][8];
+      WEFT_RED_LOAD(next, v0 + nt * WEFT_RED_UNROLL);
+      WEFT_RED_ADD(0);
+#pragma unroll
+      for (int u = 0; u < WEFT_RED_UNROLL; u++)
+        if (v0 + u * nt < nv) {
+          uint4 o = WEFT_RED_PACK(u);
+#pragma unroll
+          for (int d = 0; d < WEFT_RED_BATCH; d++)
+            if (d < ndst) dp[d][v0 + u * nt] = o;
+        }
+#pragma unroll
+      for (int u = 0; u < WEFT_RED_UNROLL; u++)
+#pragma unroll
+        for (int j = 0; j < WEFT_RED_BATCH; j++) x[u][j] = next[u][j];
+    }
+#undef WEFT_RED_LOAD
+  } else {
+    for (weft_u64_t v0 = t; v0 < nv; v0 += nt * WEFT_RED_UNROLL) {
+      float acc[WEFT_RED_UNROLL][8];
+      for (int s0 = 0; s0 < nsrc; s0 += WEFT_RED_BATCH) {
+#pragma unroll
+        for (int u = 0; u < WEFT_RED_UNROLL; u++)
+#pragma unroll
+          for (int j = 0; j < WEFT_RED_BATCH; j++)
+            if (s0 + j < nsrc && v0 + u * nt < nv) x[u][j] = ((const uint4 *)(src[s0 + j] + hb))[v0 + u * nt];
+        WEFT_RED_ADD(s0);
+      }
+#pragma unroll
+      for (int u = 0; u < WEFT_RED_UNROLL; u++)
+        if (v0 + u * nt < nv) {
+          uint4 o = WEFT_RED_PACK(u);
+          for (int d = 0; d < ndst; d++) ((uint4 *)(dst[d] + hb))[v0 + u * nt] = o;
+        }
+    }
+  }
+#undef WEFT_RED_ADD
+#undef WEFT_RED_PACK
+}
+
+/* One function a dtype: three calls of weft_red_sum_vectors that differed only in the constant
+ * were merged back into one call with the dtype a variable (the branches came back); calls of
+ * three distinct functions are not. */
+#define WEFT_RED_SUM_VECTORS_AS(name, dtype)                                                     \
+  static __device__ __forceinline__ void name(const char *const *src, int nsrc, char *const *dst, int ndst, \
+                                           weft_u64_t hb, weft_u64_t nv, weft_u64_t t, weft_u64_t nt) { \
+    weft_red_sum_vectors(src, nsrc, dst, ndst, hb, nv, dtype, t, nt);                            \
+  }
+WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_bf16, WEFT_RED_BF16)
+WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_fp16, WEFT_RED_FP16)
+WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_fp32, WEFT_RED_FP32)
+#undef WEFT_RED_SUM_VECTORS_AS
+
 /* dst[d][i] = sum over s in rank order of src[s][i], for i in [0, n) elements, d < ndst; the
  * grid's threads t of nt share the work. src and dst live in shared memory (every thread reads
  * the same pointers). 16-byte vectors when every pointer has the same alignment mod 16 (elements
@@ -85,35 +178,9 @@ static __device__ void weft_red_sum_range(const char *const *src, int nsrc, char
     nv = (n - head) * es / 16;
   }
   weft_u64_t hb = head * es, tail = head + nv * 16 / es;
-  for (weft_u64_t v0 = t; v0 < nv; v0 += nt * WEFT_RED_UNROLL) {
-    float acc[WEFT_RED_UNROLL][8] = {{0.f}};
-    for (int s0 = 0; s0 < nsrc; s0 += WEFT_RED_BATCH) {
-      uint4 x[WEFT_RED_UNROLL][WEFT_RED_BATCH];
-#pragma unroll
-      for (int u = 0; u < WEFT_RED_UNROLL; u++)
-#pragma unroll
-        for (int j = 0; j < WEFT_RED_BATCH; j++)
-          if (s0 + j < nsrc && v0 + u * nt < nv) x[u][j] = ((const uint4 *)(src[s0 + j] + hb))[v0 + u * nt];
-#pragma unroll
-      for (int u = 0; u < WEFT_RED_UNROLL; u++)
-#pragma unroll
-        for (int j = 0; j < WEFT_RED_BATCH; j++)
-          if (s0 + j < nsrc && v0 + u * nt < nv) {
-            int first = s0 + j == 0;
-            weft_red_word_add(acc[u] + 0, x[u][j].x, dtype, first);
-            weft_red_word_add(acc[u] + 2, x[u][j].y, dtype, first);
-            weft_red_word_add(acc[u] + 4, x[u][j].z, dtype, first);
-            weft_red_word_add(acc[u] + 6, x[u][j].w, dtype, first);
-          }
-    }
-#pragma unroll
-    for (int u = 0; u < WEFT_RED_UNROLL; u++)
-      if (v0 + u * nt < nv) {
-        uint4 o = make_uint4(weft_red_word_pack(acc[u] + 0, dtype), weft_red_word_pack(acc[u] + 2, dtype),
-                             weft_red_word_pack(acc[u] + 4, dtype), weft_red_word_pack(acc[u] + 6, dtype));
-        for (int d = 0; d < ndst; d++) ((uint4 *)(dst[d] + hb))[v0 + u * nt] = o;
-      }
-  }
+  if (dtype == WEFT_RED_BF16) weft_red_sum_vectors_bf16(src, nsrc, dst, ndst, hb, nv, t, nt);
+  else if (dtype == WEFT_RED_FP16) weft_red_sum_vectors_fp16(src, nsrc, dst, ndst, hb, nv, t, nt);
+  else weft_red_sum_vectors_fp32(src, nsrc, dst, ndst, hb, nv, t, nt);
   /* the head, the tail, or everything when unaligned */
   for (weft_u64_t k = t; k < head + (n - tail); k += nt) {
     weft_u64_t i = k < head ? k : tail + (k - head), b = i * es;

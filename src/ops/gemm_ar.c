@@ -6,7 +6,8 @@
  *     block and stores the sum into every rank's c). Any m.
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
  *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
- *   (The SM form's consumer moves only ~5 GB/s per SM on H200 so far: dev/overlap/NOTES.md.)
+ *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
+ *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
  *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
  *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
  *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
@@ -26,6 +27,7 @@
  */
 #include "ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../jit/jit.h"
@@ -35,19 +37,23 @@
 
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
 #define GEMM_AR_ITEMS 16384   /* arrival counters: pieces of all slices of one call */
-#define GEMM_AR_THREADS 256   /* kernels/gemm_ar.cu's launch bound (192 registers a thread) */
+#define GEMM_AR_THREADS 256   /* kernels/gemm_ar.cu's launch bound (up to 238 registers a thread) */
 /* A consumer block's unit of work, at least: a scatter block's release after each piece waits
  * for its stores to land (an NVLink round trip), so 16 KB pieces moved only ~2 GB/s per SM on
- * H200. */
-#define GEMM_AR_PIECE_BYTES (128u << 10)
-/* One in GEMM_AR_SCATTER_SHARE of the consumer's blocks scatter, the others reduce (a trace on
- * H100 x2 had the reducers at ~6 GB/s a block, the scatterers ~15: dev/overlap/NOTES.md; 3 is
- * the next candidate, not yet measured) */
+ * H200; once the reducers kept pace, 512 KB pieces beat 128 KB by 6-17% on 8192 x 4096 (k = 128
+ * and 11008; 8 and 16 SMs) and were within 1% on 8192 x 8192 x 28672 (H100 x2, 2026-11-25). */
+#define GEMM_AR_PIECE_BYTES (512u << 10)
+/* One in GEMM_AR_SCATTER_SHARE of the consumer's blocks scatter, the others reduce (with 512 KB
+ * pieces, 2 beat 3 by 1-33% on the same runs: dev/overlap/NOTES.md) */
 #define GEMM_AR_SCATTER_SHARE 2
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_ar.cu", NULL, 0, &o->gemm_ar));
+  char batch[32], unroll[32];
+  const char *opts[] = {batch, unroll};
+  snprintf(batch, sizeof batch, "-DWEFT_RED_BATCH=%d", comm->local_world);
+  snprintf(unroll, sizeof unroll, "-DWEFT_RED_UNROLL=%d", comm->local_world < 8 ? 8 / comm->local_world : 1);
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_ar.cu", opts, 2, &o->gemm_ar));
   WEFT_CHECK(weft_module_get_kernel(o->gemm_ar, "weft_gemm_ar_reduce", &o->gemm_ar_reduce));
   CUdeviceptr ctr;
   WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_AR_COUNTERS * sizeof(uint64_t)));

@@ -162,8 +162,9 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
  * WEFT_COMM_SMS overrides it. Pure arithmetic (the CPU tests call it). */
 #define WEFT_PART_SM_TFLOPS 5.4    /* bf16 dense, per SM (H100/H200: ~710 TFLOP/s over 132) */
 #define WEFT_PART_HBM_GBPS 3000.0  /* one GPU's HBM, what a GEMM streams (H100 3350, H200 4800) */
-#define WEFT_PART_SM_LINK_GBPS 5.0 /* one SM of GEMM+AR's consumer over NVLink (H200, measured:
-                                      2-5 GB/s; NCCL's channels move ~10-17) */
+#define WEFT_PART_SM_LINK_GBPS 5.0 /* one SM of GEMM+AR's consumer, link_bytes a second (H200: 2-5
+                                      GB/s; H100 x2 since the reducers' double-buffered loads,
+                                      2026-11-25: 6-7 beside a near-empty GEMM) */
 #define WEFT_PART_LINK_GBPS 400.0  /* one GPU's NVLink, one direction */
 int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_m, int tile_n,
                       double flops, double hbm_bytes, double link_bytes);
