@@ -1,5 +1,5 @@
 /*
- * weft/reduce.cuh — element sums for the reducing kernels (kernels/reduce.cu, kernels/gemm_rs.cu):
+ * weft/reduce.cuh — element sums for the reducing kernels (kernels/reduce.cu, gemm_rs.cu, gemm_ar.cu):
  * fp16, bf16 and fp32 elements (dtype = weft_dtype_t's value) accumulated in fp32 in source order
  * and rounded once to the element type (round to nearest even), 16-byte vectors where every
  * pointer shares its alignment mod 16. NVRTC-clean, like the rest of the device library.
@@ -57,9 +57,10 @@ static __device__ __forceinline__ void weft_red_elem_store(char *p, float v, int
   else *(unsigned short *)p = dtype == WEFT_RED_BF16 ? weft_red_f2bf(v) : weft_red_f2h(v);
 }
 
-/* Sources loaded at once per 16-byte vector (loads from all of them are in flight together), and
- * vectors per thread in flight at once (more where few SMs must hide NVLink's load latency: a
- * kernel may define both before including this file). */
+/* Sources loaded at once per 16-byte vector (loads from all of them are in flight together; where
+ * the sources and the destinations each fit in one batch, the loop below double-buffers), and
+ * vectors per thread in flight at once (more where few SMs must hide the loads' latency). A kernel
+ * may define both before including this file, or its launcher pass them as -D (src/ops/gemm_ar.c). */
 #ifndef WEFT_RED_BATCH
 #define WEFT_RED_BATCH 8
 #endif
@@ -81,9 +82,10 @@ static __device__ __forceinline__ void weft_red_vec_add(float *acc, uint4 x, int
  * larger of a load's latency and its own work, not their sum; and no load waits for a pointer
  * read from shared memory behind the stores (with a few blocks that is what the speed is:
  * dev/overlap/red_sm.cu). */
-static __device__ __forceinline__ void weft_red_sum_vectors(const char *const *src, int nsrc, char *const *dst,
-                                                            int ndst, weft_u64_t hb, weft_u64_t nv, int dtype,
-                                                            weft_u64_t t, weft_u64_t nt) {
+static __device__ __forceinline__ void weft_red_sum_vectors(const char *const *src, int nsrc,
+                                                            char *const *dst, int ndst, weft_u64_t hb,
+                                                            weft_u64_t nv, int dtype, weft_u64_t t,
+                                                            weft_u64_t nt) {
   uint4 x[WEFT_RED_UNROLL][WEFT_RED_BATCH];
 #define WEFT_RED_ADD(s0)                                                                          \
   _Pragma("unroll") for (int u = 0; u < WEFT_RED_UNROLL; u++)                                     \
@@ -150,10 +152,11 @@ static __device__ __forceinline__ void weft_red_sum_vectors(const char *const *s
 /* One function a dtype: three calls of weft_red_sum_vectors that differed only in the constant
  * were merged back into one call with the dtype a variable (the branches came back); calls of
  * three distinct functions are not. */
-#define WEFT_RED_SUM_VECTORS_AS(name, dtype)                                                     \
-  static __device__ __forceinline__ void name(const char *const *src, int nsrc, char *const *dst, int ndst, \
-                                           weft_u64_t hb, weft_u64_t nv, weft_u64_t t, weft_u64_t nt) { \
-    weft_red_sum_vectors(src, nsrc, dst, ndst, hb, nv, dtype, t, nt);                            \
+#define WEFT_RED_SUM_VECTORS_AS(name, dtype)                                                      \
+  static __device__ __forceinline__ void name(const char *const *src, int nsrc, char *const *dst,  \
+                                              int ndst, weft_u64_t hb, weft_u64_t nv, weft_u64_t t, \
+                                              weft_u64_t nt) {                                      \
+    weft_red_sum_vectors(src, nsrc, dst, ndst, hb, nv, dtype, t, nt);                              \
   }
 WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_bf16, WEFT_RED_BF16)
 WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_fp16, WEFT_RED_FP16)
