@@ -18,14 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#include "../cuda_check.h"
 
 typedef unsigned long long u64;
 #define THREADS 512

@@ -27,14 +27,7 @@
 #include <time.h>
 #include <weft/reduce.cuh>
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#include "../cuda_check.h"
 
 typedef unsigned long long u64;
 #define ITEM (128ull << 10) /* bytes of sums an item */
