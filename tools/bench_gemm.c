@@ -9,7 +9,9 @@
  * with the overlap hooks compiled in and their signals already set (wait; notify after each
  * sub-tile's store, released at system scope; the same at gpu scope; wait and notify), and prints
  * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2,TS=4] (repeatable,
- * for tuning the heuristic) adds that tile configuration as a run on every shape.
+ * for tuning the heuristic) adds that tile configuration as a run on every shape; HK=1..4 in it
+ * compiles one of those hooks in (1 wait, 2 notify, 3 notify.gpu, 4 wait and notify), so that a
+ * hook's cost can be told apart from a configuration's (the split tail's, say: TS=0 against 4).
  * Inputs are cold by default: consecutive calls (of every run alike) cycle through enough
  * distinct random copies of A and B to cover BENCH_GEMM_FOOTPRINT bytes, so that a shape whose
  * operands fit in L2 (the decode shapes' 11-29 MB of weights, L2 being 50 MB on H100/H200) still
@@ -66,11 +68,12 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=]... [-J file.json]\n");
   exit(2);
 }
 
-static void parse_config(const char *s, weft_gemm_config_t *c) {
+/* --config's value into *c, and its hook (HK: 0 none, 1..4 the --hooks runs') into *hook. */
+static void parse_config(const char *s, weft_gemm_config_t *c, int *hook) {
   *c = (weft_gemm_config_t){.bm = 128, .bn = 256, .stages = 4, .cluster = 2, .epi_bufs = 2,
                             .group = 8, .k_splits = 1};
   char key[8];
@@ -86,6 +89,7 @@ static void parse_config(const char *s, weft_gemm_config_t *c) {
     else if (!strcmp(key, "KC")) c->splitk_cluster = v;
     else if (!strcmp(key, "AR")) c->a_rows = v;
     else if (!strcmp(key, "TS")) c->tail_splits = v;
+    else if (!strcmp(key, "HK") && v >= 0 && v <= 4) *hook = v;
     else usage();
     s += used;
     if (*s != ',') break;
@@ -98,7 +102,7 @@ int main_gemm(int argc, char **argv) {
   bench_t b;
   static weft_gemm_config_t configs[MAX_RUNS];
   static char config_names[MAX_RUNS][64];
-  int nconfigs = 0;
+  int config_hooks[MAX_RUNS] = {0}, nconfigs = 0;
   static bench_mm_opts_t o = {.kmajor = 1, .dtype = "bf16", .iters = 20, .warmup = 5};
   int hooks = 0, hot = 0;
   for (int i = 0; i < argc; i++) {
@@ -113,7 +117,7 @@ int main_gemm(int argc, char **argv) {
     }
     if (!v) usage();
     if (!strcmp(argv[i], "--config") && nconfigs < MAX_RUNS - 6) {
-      parse_config(v, &configs[nconfigs]);
+      parse_config(v, &configs[nconfigs], &config_hooks[nconfigs]);
       snprintf(config_names[nconfigs++], sizeof config_names[0], "%s", v);
     } else if (bench_mm_option(&o, argv[i], v) <= 0) {
       usage();
@@ -184,12 +188,13 @@ int main_gemm(int argc, char **argv) {
   notify_gpu.notify_sys = 0;
   weft_gemm_hooks_t both = notify;
   both.wait_signals = wait.wait_signals, both.wait_rows = 128, both.wait_expected = 1;
+  const weft_gemm_hooks_t *h[] = {NULL, &wait, &notify, &notify_gpu, &both};
   if (hooks) {
-    const weft_gemm_hooks_t *h[] = {&wait, &notify, &notify_gpu, &both};
     const char *names[] = {"wait", "notify", "notify.gpu", "wait+notify"};
-    for (int i = 0; i < 4; i++) x.hooks[x.nruns] = h[i], x.name[x.nruns++] = names[i];
+    for (int i = 0; i < 4; i++) x.hooks[x.nruns] = h[i + 1], x.name[x.nruns++] = names[i];
   }
-  for (int i = 0; i < nconfigs; i++) x.cfg[x.nruns] = &configs[i], x.name[x.nruns++] = config_names[i];
+  for (int i = 0; i < nconfigs; i++)
+    x.cfg[x.nruns] = &configs[i], x.hooks[x.nruns] = h[config_hooks[i]], x.name[x.nruns++] = config_names[i];
 
   if (b.rank == 0) {
     printf("# %s in, %s out, B %s; times in us per call (median of %d samples of %d calls, slowest "
