@@ -475,9 +475,10 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     the GEMM ends. How many SMs the consumer takes comes from a model of both sides' rates
  *     (FLOP/s and HBM bandwidth of the GEMM, NVLink bandwidth per SM of the consumer); the
  *     variable WEFT_COMM_SMS, read at weft_comm_init, fixes it instead.
- *     Measured on 2 H200s, its consumer moves only ~5 GB/s per SM over NVLink, so it needs ~32
- *     SMs to keep pace and then reaches the copy-engine form's speed at best: AUTO does not take
- *     it (dev/overlap/NOTES.md has the figures).
+ *     On 2 H200s (2026-11-25) it is the fastest form where the GEMM is short (8192 x 4096 x
+ *     5504 a rank: 1.23x cuBLAS + NCCL on 16 SMs, the copy-engine form 1.15x) and slower on the
+ *     longer shapes: AUTO keeps the copy engine, the autotuner (weft_comm_set_autotune) picks
+ *     per shape (bench/results/2026-11-25-gemm_ar-h200x2.md).
  *   WEFT_ALGO_COPY_ENGINE (AUTO's choice; m a multiple of world): the GEMM + ReduceScatter above
  *     into this rank's rows of c, then an AllGather of the reduced rows in place.
  *   WEFT_ALGO_LL (small m: where the GEMM runs the direct-store kernel, rows of c are a multiple
