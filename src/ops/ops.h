@@ -140,6 +140,10 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_fl
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg);
 
+/* Bytes of LL area that carry n payload bytes: 16-byte lines of 8 (weft/ll.cuh's WEFT_LL_BYTES,
+ * for the host). */
+static inline size_t weft_ops_ll_bytes(size_t n) { return (n + 7) / 8 * 16; }
+
 /* Whether a collective's AUTO takes its LL form for `bytes` a rank at `world` ranks: within LL's
  * largest (max_bytes) and with the bytes a rank pushes, one copy to each peer, at most push. */
 static inline int weft_ops_ll_auto(int world, size_t bytes, size_t max_bytes, size_t push) {

@@ -44,7 +44,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
-  o->red_ll_slot = (WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world) + 7) / 8 * 16;
+  o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
   if (!weft_env_u64("WEFT_REDUCE_STAGING_BYTES", RED_STAGING_DEFAULT, true, &staging))
