@@ -573,7 +573,9 @@ __device__ __forceinline__ weft_gemm_ll_t weft_gemm_ll_dst(void *area, const u64
   return d;
 }
 
-/* Line `line` (8 payload bytes lo | hi << 32) into every rank's copy, this rank's first. */
+/* Line `line` (8 payload bytes lo | hi << 32) into every rank's copy, this rank's first: the
+ * line of weft/ll.cuh's weft_ll_store16, written out here because that header brings in
+ * weft/sync.cuh's printf()ing waits, and a call reachable in this kernel serialises its wgmmas. */
 __device__ __forceinline__ void weft_gemm_ll_line(const weft_gemm_ll_t *d, u64 line, u32 lo,
                                                   u32 hi) {
   unsigned char *at = d->slot + line * 16;

@@ -37,7 +37,8 @@
 #include <weft/device.cuh>
 /* The reducers read local memory only. src/ops/gemm_ar.c compiles this file with WEFT_RED_BATCH =
  * the node's world size (every source in one batch: weft_red_sum_range then double-buffers its
- * loads) and WEFT_RED_UNROLL = 8 / world, at least 1 (2 x 16 vectors in flight a thread). */
+ * loads) and WEFT_RED_UNROLL = 8 / world, at least 1 (16 vectors in flight a thread: two buffers of
+ * UNROLL x world). */
 // weft-jit-variant: -DWEFT_RED_BATCH=2 -DWEFT_RED_UNROLL=4
 // weft-jit-variant: -DWEFT_RED_BATCH=4 -DWEFT_RED_UNROLL=2
 // weft-jit-variant: -DWEFT_RED_BATCH=8 -DWEFT_RED_UNROLL=1
