@@ -4,17 +4,37 @@
 # (--hot), and the shape that swings most between runs (8192x2752x4096) beside its tile widths,
 # alone and after 8192^3. Logs and JSON under $OUT (logs packed into logs.tgz). Over 600 s in all:
 # PART=main (tests, the plain table, hooks) and PART=decode (graphs, the swing) split it in two calls.
+# RUNS=r repeats the plain table and the hooks table r times: a run's 20-30 interleaved samples
+# still move the ratios about 1% between runs, so the summary gives each shape's median over the
+# runs beside every run's figure.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 out=${OUT:-gpu-logs}; mkdir -p "$out"; date -u > $out/date.txt; nvidia-smi -L >> $out/date.txt
 (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > $out/build.log 2>&1 || { tail -20 $out/build.log; exit 1; }
-part=${PART:-all}
+part=${PART:-all} runs=${RUNS:-1}
 W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 if [ $part != decode ]; then
 timeout 200 ctest --test-dir build -R "gpu_test_gemm" --output-on-failure > $out/ctest.log 2>&1; echo "ctest rc=$?" > $out/summary.txt
-timeout 250 $W -J $out/gemm.json > $out/gemm.log 2>&1; echo "gemm rc=$?" >> $out/summary.txt
-timeout 250 $W --hooks -n 30 -J $out/hooks.json > $out/hooks.log 2>&1; echo "hooks rc=$?" >> $out/summary.txt
-grep -E "Test +#|tests passed" $out/ctest.log; echo; grep -v "^#  rank" $out/gemm.log | cut -c1-90 | grep -E "^ +8192|lowest"; grep -v "^#  rank" $out/hooks.log | tail -23 | cut -c60-
+for r in $(seq 1 $runs); do
+  timeout 250 $W -J $out/gemm$r.json > $out/gemm$r.log 2>&1; echo "gemm run $r rc=$?" >> $out/summary.txt
+done
+grep -E "Test +#|tests passed" $out/ctest.log; echo
+python3 - "$out" $runs <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+rows = [json.load(open(f"{out}/gemm{r}.json"))["rows"] for r in range(1, runs + 1)]
+print("# shape             ratio: median over runs [each run]   (cuBLAS time / weft time)")
+low = {}
+for i, r0 in enumerate(rows[0]):
+    v = [rs[i]["ratio"] for rs in rows]
+    m = statistics.median(v)
+    if r0["M"] > 128:
+        print(f"{r0['name']:18s} {m:.4f} [" + " ".join(f"{x:.4f}" for x in v) + "]")
+    key = "large m" if r0["M"] > 128 else "small m"
+    low[key] = min(low.get(key, (9, "")), (m, r0["name"]))
+print("# lowest median: " + ", ".join(f"{k} {v[0]:.4f} ({v[1]})" for k, v in low.items()))
+PY
+OUT=$out RUNS=$runs N=30 bash dev/gemm/hooks_runs.sh; echo "hooks rc=$?" >> $out/summary.txt
 fi
 if [ $part != main ]; then
 D=""; for m in 1 16 64 128; do for nk in 2752,4096 4096,2752 3584,4096 4096,3584 7168,8192 8192,7168 13312,16384 16384,13312 7392,8192 8192,7392 \

@@ -17,7 +17,7 @@ for r in $(seq 1 ${RUNS:-3}); do
     s=${sc%%:*} c=${sc#*:}
     args=""; for ts in 4 0; do for hk in 0 1 2; do args="$args --config $c,TS=$ts,HK=$hk"; done; done
     timeout 120 build/tools/weftrun -n 1 build/tools/weft-bench gemm -s $s -n ${N:-40} $args \
-      -J $out/tail-$s-$r.json > $out/tail-$s-$r.log 2>&1
+      -J $out/tail-${s//,/x}-$r.json > $out/tail-${s//,/x}-$r.log 2>&1
     echo "run $r $s rc=$?"
   done
 done
