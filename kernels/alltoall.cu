@@ -64,36 +64,56 @@
 
 #define A2A_SLOT WEFT_EPOCH_ALLTOALL
 
-/* n bytes with the threads [lane, lane + stride) of a block, in the widest words the relative
- * alignment of dst and src allows: weft_copy_group for 16-byte-compatible pairs (vectors) and for
- * odd ones (bytes); 8, 4 or 2-byte words between a byte head and a byte tail otherwise, so that
- * chunks at arbitrary element displacements do not fall back to byte stores. */
+/* The 16 bytes at byte r = 4 q + sh / 8 of the 32 in a, b (a first; little-endian). */
+static __device__ __forceinline__ uint4 a2a_funnel(uint4 a, uint4 b, unsigned q, unsigned sh) {
+  unsigned w0, w1, w2, w3, w4;
+  switch (q) {
+  case 0: w0 = a.x, w1 = a.y, w2 = a.z, w3 = a.w, w4 = b.x; break;
+  case 1: w0 = a.y, w1 = a.z, w2 = a.w, w3 = b.x, w4 = b.y; break;
+  case 2: w0 = a.z, w1 = a.w, w2 = b.x, w3 = b.y, w4 = b.z; break;
+  default: w0 = a.w, w1 = b.x, w2 = b.y, w3 = b.z, w4 = b.w; break;
+  }
+  return make_uint4(__funnelshift_r(w0, w1, sh), __funnelshift_r(w1, w2, sh),
+                    __funnelshift_r(w2, w3, sh), __funnelshift_r(w3, w4, sh));
+}
+
+/* n bytes with the threads [lane, lane + stride) of a block. Chunks sit at arbitrary element
+ * displacements, so dst and src are often misaligned relative to each other; the stores (over
+ * NVLink for a peer's chunk) are what must stay 16 bytes wide: narrower remote stores move a
+ * fraction of the bytes a block can push. So where the misalignment differs, dst is written in
+ * aligned 16-byte vectors, each put together from the two aligned 16-byte source vectors it
+ * straddles (WEFT_COPY_DEPTH pairs in flight a thread, as weft_copy_group), with a byte head and
+ * tail; only source vectors inside [src, src + n) are read. */
 static __device__ __forceinline__ void a2a_copy(char *dst, const char *src, weft_u64_t n,
                                                 unsigned lane, unsigned stride) {
-  weft_u64_t rel = ((weft_u64_t)dst ^ (weft_u64_t)src) & 15;
-  if (rel == 0 || (rel & 1)) {
+  if ((((weft_u64_t)dst ^ (weft_u64_t)src) & 15) == 0) {
     weft_copy_group(dst, src, n, lane, stride);
     return;
   }
-  weft_u64_t g = (rel & 7) == 0 ? 8 : (rel & 3) == 0 ? 4 : 2;
-  weft_u64_t head = (g - ((weft_u64_t)dst & (g - 1))) & (g - 1);
+  weft_u64_t head = (16 - ((weft_u64_t)dst & 15)) & 15;
+  unsigned r = (unsigned)(((weft_u64_t)src + head) & 15); /* not 0: the misalignments differ */
+  if (head < r) head += 16; /* the first source vector, at src + head - r, starts inside src */
+  /* vector i reads the source vectors at src + head - r + 16 i and the next one */
+  weft_u64_t nv = n + r >= head + 32 ? (n + r - head - 16) / 16 : 0;
   if (head > n) head = n;
-  weft_u64_t words = (n - head) / g, tail = head + words * g;
   for (weft_u64_t b = lane; b < head; b += stride) dst[b] = src[b];
-  if (g == 8) {
-    weft_u64_t *d = (weft_u64_t *)(dst + head);
-    const weft_u64_t *s = (const weft_u64_t *)(src + head);
-    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
-  } else if (g == 4) {
-    unsigned *d = (unsigned *)(dst + head);
-    const unsigned *s = (const unsigned *)(src + head);
-    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
-  } else {
-    unsigned short *d = (unsigned short *)(dst + head);
-    const unsigned short *s = (const unsigned short *)(src + head);
-    for (weft_u64_t w = lane; w < words; w += stride) d[w] = s[w];
+  const uint4 *s = (const uint4 *)(src + head - r);
+  uint4 *d = (uint4 *)(dst + head);
+  unsigned q = r >> 2, sh = 8 * (r & 3);
+  const weft_u64_t step = WEFT_COPY_DEPTH * (weft_u64_t)stride;
+  weft_u64_t v = lane;
+  for (; v + step - stride < nv; v += step) {
+    uint4 x[WEFT_COPY_DEPTH], y[WEFT_COPY_DEPTH];
+#pragma unroll
+    for (int u = 0; u < WEFT_COPY_DEPTH; u++) {
+      x[u] = s[v + u * stride];
+      y[u] = s[v + u * stride + 1];
+    }
+#pragma unroll
+    for (int u = 0; u < WEFT_COPY_DEPTH; u++) d[v + u * stride] = a2a_funnel(x[u], y[u], q, sh);
   }
-  for (weft_u64_t b = tail + lane; b < n; b += stride) dst[b] = src[b];
+  for (; v < nv; v += stride) d[v] = a2a_funnel(s[v], s[v + 1], q, sh);
+  for (weft_u64_t b = head + 16 * nv + lane; b < n; b += stride) dst[b] = src[b];
 }
 
 /* Records (first reporter wins, no trap) and prints a count disagreement with local rank p. */
