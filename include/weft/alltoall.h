@@ -10,9 +10,10 @@
  * Pairs and blocks: this rank's chunks go out in the order k = 0, 1, ..., world - 1 to local peer
  * weft_a2a_peer(k) = (me + 1 + k) % world (its own chunk, a local copy, last; every rank starts
  * with a different receiver). Pair k is copied by blocks [first_block[k], first_block[k + 1]):
- * its slices, one to WEFT_A2A_MAX_SLICES of them, about slice_bytes each (WEFT_A2A_SLICE_BYTES
- * for stores, WEFT_A2A_LL_SLICE_BYTES for LL lines) and at most `budget` blocks in all
- * (weft_a2a_plan_blocks). Slice s covers bytes [lo, hi) of the chunk
+ * its slices, one to WEFT_A2A_MAX_SLICES of them, about WEFT_A2A_SLICE_BYTES each for stores
+ * and WEFT_A2A_LL_SLICE_BYTES for LL lines, at most `budget` blocks in all
+ * (weft_a2a_plan_blocks). The blocks of a pair whose peer's chunk for this rank comes in LL lines
+ * also unpack it, slice s of it each. Slice s covers bytes [lo, hi) of a chunk
  * (weft_a2a_slice): starts are multiples of WEFT_A2A_SLICE_ALIGN, so every slice keeps the
  * chunk's alignment; slices past the end are empty but still counted.
  *
@@ -44,11 +45,10 @@
 
 /* Inbox of a rank (symmetric, [WEFT_MAX_LOCAL_RANKS][WEFT_A2A_INBOX_WORDS] 64-bit words): entry r
  * is written by local rank r before it raises its ready flag here, and says where r wants this
- * rank's chunk and how much it expects and sends. */
-#define WEFT_A2A_INBOX_WORDS 4
+ * rank's chunk and how much it expects (what r sends comes in the chunk's header line). */
+#define WEFT_A2A_INBOX_WORDS 2
 #define WEFT_A2A_INBOX_DST 0       /* heap offset (in r's heap) of where this rank's chunk lands */
 #define WEFT_A2A_INBOX_RECV_BYTES 1 /* bytes r expects from this rank */
-#define WEFT_A2A_INBOX_SEND_BYTES 2 /* bytes r sends to this rank */
 
 typedef struct weft_a2a_plan {
   /* by local peer p: this rank's chunk for p (bytes from sendbuf, length) and where p's chunk
@@ -95,15 +95,22 @@ WEFT_A2A_HD void weft_a2a_block(const weft_a2a_plan_t *plan, int world, unsigned
 }
 
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-/* Host: cuts each pair into slices from send_bytes (about slice_bytes each, 1 to
- * WEFT_A2A_MAX_SLICES), halving the cuts until the grid fits in budget blocks (never fewer than
- * one block per pair), and fills first_block. Returns the grid size. */
+/* Host: cuts each pair into slices, 1 to WEFT_A2A_MAX_SLICES of about slice_bytes of the chunk
+ * sent, or of WEFT_A2A_LL_SLICE_BYTES where the pair goes by LL lines (a peer's chunk of fewer
+ * than ll_below bytes; those blocks also unpack the peer's chunk for this rank, so a received
+ * chunk of fewer than ll_below bytes asks for LL slices of it too), halving the cuts until the
+ * grid fits in budget blocks (never fewer than one block per pair), and fills first_block.
+ * Returns the grid size. */
 WEFT_A2A_HD unsigned weft_a2a_plan_blocks(weft_a2a_plan_t *plan, int me, int world, int budget,
-                                          weft_u64 slice_bytes) {
+                                          weft_u64 slice_bytes, weft_u64 ll_below) {
   int want[WEFT_MAX_LOCAL_RANKS], total = 0;
   for (int k = 0; k < world; k++) {
-    weft_u64 n = plan->send_bytes[weft_a2a_peer(k, me, world)];
-    weft_u64 w = (n + slice_bytes - 1) / slice_bytes;
+    int p = weft_a2a_peer(k, me, world);
+    weft_u64 n = plan->send_bytes[p], r = plan->recv_bytes[p];
+    weft_u64 per = p != me && n < ll_below ? WEFT_A2A_LL_SLICE_BYTES : slice_bytes;
+    weft_u64 w = (n + per - 1) / per;
+    if (p != me && r < ll_below && (r + WEFT_A2A_LL_SLICE_BYTES - 1) / WEFT_A2A_LL_SLICE_BYTES > w)
+      w = (r + WEFT_A2A_LL_SLICE_BYTES - 1) / WEFT_A2A_LL_SLICE_BYTES;
     want[k] = w < 1 ? 1 : w > WEFT_A2A_MAX_SLICES ? WEFT_A2A_MAX_SLICES : (int)w;
     total += want[k];
   }

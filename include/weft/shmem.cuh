@@ -265,15 +265,20 @@ static __device__ __forceinline__ weft_u64_t *weft_sync_word(int index) {
 static __device__ __forceinline__ weft_u64_t weft_epoch_begin(int slot) {
   return *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) + 1;
 }
+/* Called once per block (by one thread) at the end of a kernel on slot: 1 in the last block of
+ * the grid to arrive, which resets the count for the next kernel. No ordering beyond the count
+ * (weft_epoch_last_block also sees the other blocks' accesses). */
+static __device__ __forceinline__ int weft_epoch_arrive(int slot) {
+  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
+  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
+  *arrive = 0;
+  return 1;
+}
 /* Called once per block (by one thread) at the end of a kernel that began epoch e on slot: the
  * last block to arrive publishes e, so the next kernel on the stream sees it. */
 static __device__ __forceinline__ void weft_epoch_finish(int slot, weft_u64_t e) {
-  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
-  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
-  if (atomicAdd(arrive, 1ull) == blocks - 1) {
-    *arrive = 0;
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = e;
-  }
+  if (weft_epoch_arrive(slot)) *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = e;
 }
 /* For kernels that publish slot's epoch themselves once a last step is done (e.g. waiting for
  * the peers): thread 0 of every block, after __syncthreads(), calls it; it returns 1 in the last

@@ -63,6 +63,10 @@ static __device__ __forceinline__ void weft_st_release(weft_u64_t *p, weft_u64_t
 static __device__ __forceinline__ void weft_red_release(weft_u64_t *p, weft_u64_t v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* A count that orders nothing (its readers wait for the count alone, no data behind it). */
+static __device__ __forceinline__ void weft_red_relaxed(weft_u64_t *p, weft_u64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 /* Same-GPU forms (block to block on one GPU, e.g. a GEMM's tiles to a communication block). */
 static __device__ __forceinline__ void weft_st_release_gpu(weft_u64_t *p, weft_u64_t v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");

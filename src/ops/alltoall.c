@@ -75,10 +75,11 @@ static weft_status_t a2a_check_buffers(weft_comm_t *comm, const char *send, cons
   return WEFT_STATUS_SUCCESS;
 }
 
-/* algo: WEFT_ALGO_SM or WEFT_ALGO_LL, chosen by the caller. */
+/* algo: WEFT_ALGO_LL (weft_a2a_ll) or WEFT_ALGO_SM (weft_a2a_sm, which sends the chunks of
+ * fewer than ll_below bytes in LL lines), chosen by the caller. */
 static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
                                 weft_a2a_plan_t *plan, size_t elem, int v, weft_algo_t algo,
-                                weft_stream_t stream) {
+                                unsigned long long ll_below, weft_stream_t stream) {
   WEFT_CHECK(a2a_check_buffers(comm, send, recv, plan));
   if (algo == WEFT_ALGO_LL)
     for (int p = 0; p < comm->local_world; p++)
@@ -91,15 +92,18 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
   weft_ops_t *o = &comm->ops;
   int budget = o->sms > comm->local_world ? o->sms : comm->local_world;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
-  weft_u64 slice = algo == WEFT_ALGO_LL ? WEFT_A2A_LL_SLICE_BYTES : WEFT_A2A_SLICE_BYTES;
-  cfg.grid[0] = weft_a2a_plan_blocks(plan, comm->local_rank, comm->local_world, budget, slice);
+  if (algo == WEFT_ALGO_LL) ll_below = UINT64_MAX;
+  /* The grid stays within the SMs: blocks wait for their peers' LL lines and header lines (of
+   * every pair, in both kernels), so all of them must be resident. */
+  cfg.grid[0] = weft_a2a_plan_blocks(plan, comm->local_rank, comm->local_world, budget,
+                                     WEFT_A2A_SLICE_BYTES, ll_below);
   cfg.block[0] = A2A_THREADS;
   unsigned long long el = elem, slot = o->a2a_ll_slot;
   if (algo == WEFT_ALGO_LL) {
     void *args[] = {(void *)&send, &recv, &o->a2a_ll_buf, &slot, plan, &el, &v};
     return weft_kernel_launch(o->a2a_ll, &cfg, args, stream);
   }
-  void *args[] = {(void *)&send, &recv, &o->a2a_inbox, plan, &el, &v};
+  void *args[] = {(void *)&send, &recv, &o->a2a_inbox, &o->a2a_ll_buf, &slot, &ll_below, plan, &el, &v};
   return weft_kernel_launch(o->a2a_sm, &cfg, args, stream);
 }
 
@@ -118,7 +122,7 @@ weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbu
   /* Every rank passes the same count, so every rank makes the same choice. Provisional
    * threshold, to be measured (weft-bench alltoall). */
   if (algo == WEFT_ALGO_AUTO) algo = bytes <= WEFT_ALLTOALL_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_SM;
-  return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 0, algo, stream);
+  return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 0, algo, 0, stream);
 }
 
 weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
@@ -144,7 +148,9 @@ weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf, const size_
   WEFT_ARG(comm, sendcounts[me] == recvcounts[me],
            "sendcounts[%d] = %zu but recvcounts[%d] = %zu: this rank's own chunk must agree", me,
            sendcounts[me], me, recvcounts[me]);
-  /* AUTO may not look at this rank's counts: its peers' differ, and all must choose alike. */
+  /* AUTO: the SM kernel with the chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES in LL lines, a
+   * choice per pair that both of its ranks see (its sender's count goes in the header line). */
   return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 1,
-                    algo == WEFT_ALGO_AUTO ? WEFT_ALGO_SM : algo, stream);
+                    algo == WEFT_ALGO_AUTO ? WEFT_ALGO_SM : algo,
+                    algo == WEFT_ALGO_AUTO ? WEFT_ALLTOALL_LL_MAX_BYTES + 1ull : 0, stream);
 }

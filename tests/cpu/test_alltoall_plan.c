@@ -1,7 +1,8 @@
 /*
  * test_alltoall_plan.c — the arithmetic of weft/alltoall.h, which kernels/alltoall.cu runs as
- * it is here: for world sizes 1 to WEFT_MAX_LOCAL_RANKS, random chunk sizes (zeros, tiny, around
- * the slice sizes, skewed, huge) and block budgets, every block maps to exactly one (pair,
+ * it is here: for world sizes 1 to WEFT_MAX_LOCAL_RANKS, random chunk sizes sent and received
+ * (zeros, tiny, around the slice sizes, skewed, huge), block budgets and LL thresholds (none,
+ * AUTO's, all: the slices of LL pairs follow both of their chunks), every block maps to exactly one (pair,
  * slice), every pair has 1 to WEFT_A2A_MAX_SLICES slices and the grid stays within the budget
  * (or one block per pair); the pairs' peers are a permutation ending with the rank itself; the
  * slices of a chunk tile it exactly, start on WEFT_A2A_SLICE_ALIGN multiples, and add
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft.h"
 #include "weft/alltoall.h"
 
 static int failures, checks;
@@ -68,11 +70,18 @@ static void check_slices(weft_u64 n, int slices) {
   EXPECT(units == WEFT_A2A_UNITS, "slices %d add %llu units", slices, (unsigned long long)units);
 }
 
-static void check_plan(int world, int me, int budget, weft_u64 slice_bytes) {
+/* Slices of b bytes at per bytes each, 1 to WEFT_A2A_MAX_SLICES. */
+static weft_u64 slices_for(weft_u64 b, weft_u64 per) {
+  weft_u64 w = b / per + (b % per != 0);
+  return w < 1 ? 1 : w > WEFT_A2A_MAX_SLICES ? WEFT_A2A_MAX_SLICES : w;
+}
+
+/* ll_below: 0 (every chunk stored), the AUTO threshold, or everything LL. */
+static void check_plan(int world, int me, int budget, weft_u64 ll_below) {
   weft_a2a_plan_t plan;
   memset(&plan, 0xA5, sizeof plan);
-  for (int p = 0; p < world; p++) plan.send_bytes[p] = draw_bytes();
-  unsigned grid = weft_a2a_plan_blocks(&plan, me, world, budget, slice_bytes);
+  for (int p = 0; p < world; p++) plan.send_bytes[p] = draw_bytes(), plan.recv_bytes[p] = draw_bytes();
+  unsigned grid = weft_a2a_plan_blocks(&plan, me, world, budget, WEFT_A2A_SLICE_BYTES, ll_below);
   int bound = budget > world ? budget : world;
   EXPECT(grid >= (unsigned)world && grid <= (unsigned)bound, "world %d budget %d: grid %u", world,
          budget, grid);
@@ -80,10 +89,12 @@ static void check_plan(int world, int me, int budget, weft_u64 slice_bytes) {
          plan.first_block[world]);
   int seen_peer[WEFT_MAX_LOCAL_RANKS] = {0};
   weft_u64 want[WEFT_MAX_LOCAL_RANKS], wanted = 0; /* slices by size alone */
-  for (int k = 0; k < world; k++) {
-    weft_u64 b = plan.send_bytes[weft_a2a_peer(k, me, world)];
-    want[k] = b / slice_bytes + (b % slice_bytes != 0);
-    want[k] = want[k] < 1 ? 1 : want[k] > WEFT_A2A_MAX_SLICES ? WEFT_A2A_MAX_SLICES : want[k];
+  for (int k = 0; k < world; k++) { /* the stores' or the LL lines' slices, both ways for LL */
+    int p = weft_a2a_peer(k, me, world);
+    weft_u64 b = plan.send_bytes[p], r = plan.recv_bytes[p];
+    int ll_out = p != me && b < ll_below, ll_in = p != me && r < ll_below;
+    want[k] = slices_for(b, ll_out ? WEFT_A2A_LL_SLICE_BYTES : WEFT_A2A_SLICE_BYTES);
+    if (ll_in && slices_for(r, WEFT_A2A_LL_SLICE_BYTES) > want[k]) want[k] = slices_for(r, WEFT_A2A_LL_SLICE_BYTES);
     wanted += want[k];
   }
   for (int k = 0; k < world; k++) {
@@ -99,6 +110,7 @@ static void check_plan(int world, int me, int budget, weft_u64 slice_bytes) {
       EXPECT((weft_u64)n == want[k], "pair %d: %d slices for %llu bytes within the budget", k, n,
              (unsigned long long)b);
     check_slices(b, n);
+    check_slices(plan.recv_bytes[p], n); /* an LL pair's blocks unpack the received chunk too */
   }
   EXPECT(weft_a2a_peer(world - 1, me, world) == me, "world %d: the own chunk is not last", world);
   /* every block finds its (pair, slice), and every (pair, slice) has one block */
@@ -112,8 +124,9 @@ static void check_plan(int world, int me, int budget, weft_u64 slice_bytes) {
 }
 
 int main(void) {
-  /* kernel parameters: the plan beside send, recv, inbox, elem and v, within 4 KiB */
-  EXPECT(sizeof(weft_a2a_plan_t) + 5 * 8 <= 4096, "the plan has %zu bytes", sizeof(weft_a2a_plan_t));
+  /* kernel parameters: the plan beside send, recv, inbox, ll, ll_slot, ll_below, elem and v,
+   * within 4 KiB */
+  EXPECT(sizeof(weft_a2a_plan_t) + 8 * 8 <= 4096, "the plan has %zu bytes", sizeof(weft_a2a_plan_t));
   EXPECT(WEFT_A2A_MAX_SLICES <= WEFT_A2A_UNITS, "more slices than units");
   EXPECT(WEFT_A2A_SLICE_ALIGN % 8 == 0, "LL slices must start on whole lines");
   EXPECT((unsigned long long)WEFT_MAX_LOCAL_RANKS * WEFT_A2A_MAX_SLICES <= 65535,
@@ -127,7 +140,8 @@ int main(void) {
     for (int i = 0; i < 40; i++) {
       int me = (int)(next() % (unsigned)world);
       int budgets[] = {1, world, 132, 264, 2048, (int)(1 + next() % 400)};
-      check_plan(world, me, budgets[i % 6], i % 2 ? WEFT_A2A_SLICE_BYTES : WEFT_A2A_LL_SLICE_BYTES);
+      weft_u64 ll_below[] = {0, WEFT_ALLTOALL_LL_MAX_BYTES + 1ull, ~0ull};
+      check_plan(world, me, budgets[i % 6], ll_below[i / 6 % 3]);
     }
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
