@@ -351,8 +351,8 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
  * receiver's signal; the call ends on a rank when every chunk for it has landed. WEFT_ALGO_LL,
  * chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES: each chunk travels in LL lines (data and flag
  * in one store) into an internal symmetric buffer of its receiver, which unpacks it; no
- * handshake. AUTO: LL up to WEFT_ALLTOALL_LL_MAX_BYTES per chunk, SM above (provisional, to be
- * measured). */
+ * handshake. AUTO: LL up to WEFT_ALLTOALL_LL_MAX_BYTES per chunk, SM above (2 H200: 5.5-6.3 us
+ * up to 128 KiB a rank, against SM's 10 us floor). */
 WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                      weft_stream_t stream);
@@ -371,11 +371,15 @@ WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, voi
  * smaller count moves (nothing is written outside p's region nor read outside r's), both ranks
  * record the disagreement, every rank completes the call, and the next weft_stream_synchronize
  * (or weft_comm_get_async_error) on r and on p returns WEFT_STATUS_MISMATCH with the counts,
- * once; the communicator stays usable. Under WEFT_ALGO_LL only the receiving rank of such a
- * pair sees both counts, and only it reports.
- * Algorithms as for weft_alltoall, except AUTO, which is always SM here (it may not look at this
- * rank's counts: the other ranks' differ, and all must choose alike); WEFT_ALGO_LL must be asked
- * for by every rank, and every count, sent and received, must fit WEFT_ALLTOALL_LL_MAX_BYTES. */
+ * once; the communicator stays usable. Where the sender's chunk goes in LL lines (WEFT_ALGO_LL,
+ * and AUTO's small chunks) only the receiving rank of such a pair sees both counts, and only it
+ * reports.
+ * Algorithms as for weft_alltoall, except AUTO, which chooses per pair of ranks: each chunk of at
+ * most WEFT_ALLTOALL_LL_MAX_BYTES travels in LL lines and each larger one is stored as under SM,
+ * in one kernel; the sender decides from its count and tells the receiver in the chunk's header,
+ * so the ranks never need to agree on a choice (a count disagreement across the limit is caught
+ * and reported like any other). WEFT_ALGO_LL must be asked for by every rank, and every count,
+ * sent and received, must fit WEFT_ALLTOALL_LL_MAX_BYTES. */
 WEFT_API weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf,
                                       const size_t *sendcounts, const size_t *sdispls,
                                       void *recvbuf, const size_t *recvcounts,
