@@ -333,8 +333,9 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
                                       weft_algo_t algo, weft_stream_t stream);
 
-/* The largest chunk (bytes, from one rank to one rank) WEFT_ALGO_LL takes in weft_alltoall(v). */
-#define WEFT_ALLTOALL_LL_MAX_BYTES (64u << 10)
+/* The largest chunk (bytes, from one rank to one rank) WEFT_ALGO_LL takes in weft_alltoall(v).
+ * Its LL area, 2 (world) MiB of every rank's heap, is taken at weft_comm_init. */
+#define WEFT_ALLTOALL_LL_MAX_BYTES (512u << 10)
 
 /* AllToAll: rank r's sendbuf[p * count + i] lands in rank p's recvbuf[r * count + i], for every
  * pair of ranks (r's own chunk included), i < count. recvbuf ([world * count] elements) must come
@@ -351,8 +352,8 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
  * receiver's signal; the call ends on a rank when every chunk for it has landed. WEFT_ALGO_LL,
  * chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES: each chunk travels in LL lines (data and flag
  * in one store) into an internal symmetric buffer of its receiver, which unpacks it; no
- * handshake. AUTO: LL up to WEFT_ALLTOALL_LL_MAX_BYTES per chunk, SM above (2 H200: 5.5-6.3 us
- * up to 128 KiB a rank, against SM's 10 us floor). */
+ * handshake. AUTO: LL while each rank pushes at most 512 KiB, (world - 1) * count * element
+ * size, SM above (2 H200: LL 5.5-9.5 us up to 1 MiB a rank, the SM form's floor 10 us). */
 WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                      weft_stream_t stream);
@@ -375,7 +376,7 @@ WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, voi
  * and AUTO's small chunks) only the receiving rank of such a pair sees both counts, and only it
  * reports.
  * Algorithms as for weft_alltoall, except AUTO, which chooses per pair of ranks: each chunk of at
- * most WEFT_ALLTOALL_LL_MAX_BYTES travels in LL lines and each larger one is stored as under SM,
+ * most 512 KiB / (world - 1) travels in LL lines and each larger one is stored as under SM,
  * in one kernel; the sender decides from its count and tells the receiver in the chunk's header,
  * so the ranks never need to agree on a choice (a count disagreement across the limit is caught
  * and reported like any other). WEFT_ALGO_LL must be asked for by every rank, and every count,

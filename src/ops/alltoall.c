@@ -17,6 +17,17 @@
 #include "weft/alltoall.h"
 
 #define A2A_THREADS 512
+/* AUTO's LL limit: bytes a rank pushes in all. On two H200s (2026-11-25, bench/results/
+ * 2026-11-25-a2a-h200x2-final.md) LL took 6.5 / 7.7 / 9.5 / 13.9 us at 256 KiB / 512 KiB / 1 MiB /
+ * 2 MiB a rank, the SM form 9.9 / 10.1 / 10.7 / 12.4. At 4 and 8 ranks the same bytes pushed: a
+ * model, not measured. */
+#define A2A_LL_AUTO_PUSH (512u << 10)
+
+/* AUTO's largest LL chunk (bytes) at `world` ranks. */
+static size_t a2a_ll_auto_max(int world) {
+  size_t m = A2A_LL_AUTO_PUSH / (size_t)(world > 1 ? world - 1 : 1);
+  return m < WEFT_ALLTOALL_LL_MAX_BYTES ? m : WEFT_ALLTOALL_LL_MAX_BYTES;
+}
 
 weft_status_t weft_alltoall_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -119,9 +130,8 @@ weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbu
     plan.send_off[p] = plan.recv_off[p] = (uint64_t)p * bytes;
     plan.send_bytes[p] = plan.recv_bytes[p] = bytes;
   }
-  /* Every rank passes the same count, so every rank makes the same choice. Provisional
-   * threshold, to be measured (weft-bench alltoall). */
-  if (algo == WEFT_ALGO_AUTO) algo = bytes <= WEFT_ALLTOALL_LL_MAX_BYTES ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  /* Every rank passes the same count, so every rank makes the same choice. */
+  if (algo == WEFT_ALGO_AUTO) algo = bytes <= a2a_ll_auto_max(comm->local_world) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
   return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 0, algo, 0, stream);
 }
 
@@ -148,9 +158,9 @@ weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf, const size_
   WEFT_ARG(comm, sendcounts[me] == recvcounts[me],
            "sendcounts[%d] = %zu but recvcounts[%d] = %zu: this rank's own chunk must agree", me,
            sendcounts[me], me, recvcounts[me]);
-  /* AUTO: the SM kernel with the chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES in LL lines, a
-   * choice per pair that both of its ranks see (its sender's count goes in the header line). */
+  /* AUTO: the SM kernel with the chunks of at most a2a_ll_auto_max in LL lines, a choice per
+   * pair that both of its ranks see (its sender's count goes in the header line). */
   return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 1,
                     algo == WEFT_ALGO_AUTO ? WEFT_ALGO_SM : algo,
-                    algo == WEFT_ALGO_AUTO ? WEFT_ALLTOALL_LL_MAX_BYTES + 1ull : 0, stream);
+                    algo == WEFT_ALGO_AUTO ? a2a_ll_auto_max(comm->local_world) + 1ull : 0, stream);
 }

@@ -292,7 +292,7 @@ int main(void) {
    * expects two more from rank 1 than rank 1 sends. Ranks 0 and 1 must report a mismatch (under
    * LL each as the receiver of one of the two pairs), the others succeed; the smaller counts
    * land; nothing hangs; the next call works everywhere. Under SM, LL and AUTO (its chunks here
-   * all in LL lines), then AUTO with rank 0's chunk for rank 1 just over the LL limit while rank
+   * all in LL lines), then AUTO with rank 0's chunk for rank 1 over AUTO's LL limit while rank
    * 1 expects an LL-sized one (the sender stores, the receiver learns it from the header). */
   for (int a = 0; a < 4 && world >= 2; a++) {
     int f = 0;
