@@ -208,7 +208,6 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
                            weft_dtype_t out, weft_gemm_layout_t layout, weft_algo_t algo,
                            weft_stream_t stream) {
   weft_gemm_problem_t p;
-  /* the copy-engine form needs m a multiple of the ranks (else it runs sequentially) */
   static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
                                      WEFT_ALGO_LL};
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
@@ -218,10 +217,21 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, bytes),
            "c %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", c, bytes);
   WEFT_CHECK(weft_comm_make_current(comm));
-  int even = m % comm->local_world == 0;
+  /* The autotuner's candidates: the forms that run as themselves on this shape (the copy engine
+   * needs m a multiple of the ranks, LL a shape it takes); one that fell back to the sequential
+   * form would be a second trial of it. */
+  weft_algo_t cand[4];
+  int nc = 0;
+  for (int i = 0; i < 4 && comm->autotune; i++) {
+    weft_ops_plan_t whole = {all[i], 0, 0};
+    weft_gemm_config_t cfg;
+    if (all[i] == WEFT_ALGO_COPY_ENGINE && m % comm->local_world) continue;
+    if (all[i] == WEFT_ALGO_LL && !gemm_ar_ll_takes(comm, &p, &whole, &cfg)) continue;
+    cand[nc++] = all[i];
+  }
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   weft_ops_plan_t plan;
-  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, all + !even, 4 - !even, 1, gemm_ar_run, &x,
-                           (CUstream)stream, &plan));
+  WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_ar", &p, cand, nc, 1, gemm_ar_run, &x, (CUstream)stream,
+                           &plan));
   return gemm_ar_run(comm, &x, &plan, (CUstream)stream);
 }
