@@ -353,7 +353,10 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
  * chunks of at most WEFT_ALLTOALL_LL_MAX_BYTES: each chunk travels in LL lines (data and flag
  * in one store) into an internal symmetric buffer of its receiver, which unpacks it; no
  * handshake. AUTO: LL while each rank pushes at most 512 KiB, (world - 1) * count * element
- * size, SM above (2 H200: LL 5.5-9.5 us up to 1 MiB a rank, the SM form's floor 10 us). */
+ * size, SM above (2 H200: LL 5.5-9.5 us up to 1 MiB a rank, the SM form's floor 10 us).
+ * A call with LL chunks (one block per SM at most) progresses once all of its blocks run at
+ * once: beside a kernel on another stream that holds SMs until this call is done, it waits until
+ * the timeout; a call whose chunks are all stored (SM) has no such need. */
 WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                      weft_stream_t stream);

@@ -20,19 +20,20 @@
  * slot q of parity e & 1 receives rank q's chunk of call e: a header line (the chunk's bytes,
  * with WEFT_A2A_HEADER_SM set where the chunk comes by SM stores instead) and, for an LL chunk,
  * its payload lines (weft/ll.cuh: 8 payload bytes and the flag e twice in each 16-byte line).
- * Every pair of every call writes its header line, so a receiver learns how each chunk comes
- * from its sender, and the ranks need not agree on any threshold. A sender reaches call e + 2
+ * Block 0 writes every peer's header line first thing, in every call of either kernel, so a
+ * receiver learns how each chunk comes from its sender (the ranks need not agree on any
+ * threshold), and a wait for a header needs only the sender's block 0. A sender reaches call e + 2
  * (the same parity) only after finishing call e + 1, which needed every peer's header line of
  * call e + 1, i.e. every peer to have started call e + 1 and so finished reading call e's lines.
  *
  * weft_a2a_sm, a call (ll_below: the chunks for peers of fewer bytes go in LL lines; 0: none):
- *   1. Block 0 announces, one thread per peer p: into p's inbox entry of this rank, the heap
- *      offset where p's chunk lands here and the bytes this rank expects from p; then this
- *      rank's ready flag on p := e (st.release: the entry before the flag). A rank in call e has
- *      finished all earlier work of its stream, so its recv may be written.
+ *   1. Block 0 writes the header lines, and announces, one thread per peer p: into p's inbox
+ *      entry of this rank, the heap offset where p's chunk lands here and the bytes this rank
+ *      expects from p; then this rank's ready flag on p := e (st.release: the entry before the
+ *      flag). A rank in call e has finished all earlier work of its stream, so its recv may be
+ *      written.
  *   2. Every block sends one slice of one pair (this rank -> p). An LL chunk: slice s of its
- *      lines into this rank's slot in p's area (slice 0 also the header). Else slice 0's thread
- *      0 writes the header (SM bit set) and every slice's thread 0 waits for p's ready flag >= e
+ *      lines into this rank's slot in p's area. Else thread 0 waits for p's ready flag >= e
  *      (acquire), reads p's entry in the local inbox and takes n = min(bytes this rank sends p,
  *      bytes p expects); the block stores bytes [lo, hi) of the chunk into p's recv through the
  *      peer mapping. The own chunk is a local copy.
@@ -50,10 +51,13 @@
  * entry before its release add (p's LL chunks read no entry). The done counts never run ahead
  * either: a sender's call e + 1 starts storing only after the receiver raised its ready flag to
  * e + 1, i.e. finished call e.
- * No block waits for another block of its own rank. Before a block waits for a peer's lines it
- * has sent its own; header lines and LL lines are written before their senders wait for
- * anything, ready flags first thing by block 0: with the whole grid resident (the host keeps it
- * within the SMs), every wait is for something already on its way.
+ * No block waits for another block of its own rank. Header lines and ready flags come from the
+ * peers' blocks 0, first thing; done counts from blocks that wait for nothing else: a call whose
+ * chunks are all stored cannot deadlock however few of its blocks are resident at once. LL
+ * lines come from the peers' blocks of that pair, written before those wait for anything, but
+ * they may wait (for their own LL chunks) before a later block of theirs has run: calls with LL
+ * chunks progress once their whole grid is resident (the host keeps it within the SMs; beside a
+ * kernel on another stream that holds SMs until this call is done, they wait until the timeout).
  *
  * Counts that disagree (weft_alltoallv, or weft_alltoall called with different counts): a sender
  * stores min(its count, the receiver's count) (an LL receiver unpacks the smaller count), so a
@@ -64,8 +68,8 @@
  * WEFT_STATUS_MISMATCH once.
  *
  * weft_a2a_ll: no handshake, no inbox: weft_a2a_sm with every chunk for a peer in LL lines and
- * no announcement, the call's end published by the last block without waiting (nothing it
- * receives comes by SM).
+ * no announcement (block 0 still writes the header lines), the call's end published by the last
+ * block without waiting (nothing it receives comes by SM).
  */
 #include <weft/device.cuh>
 #include <weft/alltoall.h>
@@ -139,12 +143,27 @@ static __device__ __noinline__ void a2a_mismatch(const char *op, int p, weft_u64
  * sender's choice from it and never has to agree on a threshold. */
 #define WEFT_A2A_HEADER_SM (1ull << 63)
 
+/* Block 0, first thing: the header line of this rank's chunk for every peer p (its bytes, with
+ * WEFT_A2A_HEADER_SM where it is stored instead: ll_below bytes or more) into this rank's slot
+ * of p's area (parity area). Written before anything waits, by the block that starts first, so
+ * that no wait for a header depends on which of the sender's other blocks are resident. */
+static __device__ __forceinline__ void a2a_headers(unsigned char *area, weft_u64_t ll_slot,
+                                                   const weft_a2a_plan_t *plan, weft_u64_t ll_below,
+                                                   unsigned flag) {
+  int world = weft_state.local_world, me = weft_state.local_rank;
+  for (int p = (int)threadIdx.x; p < world; p += (int)blockDim.x) {
+    if (p == me) continue;
+    weft_u64_t n = plan->send_bytes[p], h = n < ll_below ? n : n | WEFT_A2A_HEADER_SM;
+    weft_ll_store16(weft_remote_ptr(area + me * ll_slot, weft_state.node_first_rank + p), (unsigned)h,
+                    (unsigned)(h >> 32), flag);
+  }
+}
+
 /* Slice s of `slices` of the n bytes at src as LL lines into slot (a peer's, through the peer
- * mapping), with the header line from slice 0; the block's threads. */
+ * mapping; its header line is block 0's); the block's threads. */
 static __device__ __forceinline__ void a2a_ll_push(unsigned char *slot, const char *src, weft_u64_t n,
                                                    int s, int slices, unsigned flag) {
   unsigned t = threadIdx.x;
-  if (s == 0 && t == 0) weft_ll_store16(slot, (unsigned)n, (unsigned)(n >> 32), flag);
   weft_u64 lo, hi;
   weft_a2a_slice(n, s, slices, &lo, &hi);
   int aligned = ((weft_u64_t)src & 7) == 0;
@@ -194,7 +213,9 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
   weft_u64_t e = weft_epoch_begin(A2A_SLOT);
   unsigned flag = (unsigned)e;
   unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot;
-  if (blockIdx.x == 0) /* by the block's last threads: thread 0 writes a header line next */
+  if (blockIdx.x == 0) {
+    a2a_headers(area, ll_slot, &plan, ll_below, flag);
+    /* the announcements by the block's last threads, beside the headers' first ones */
     for (int p = (int)(blockDim.x - 1 - t); p < world; p += (int)blockDim.x) {
       if (p == me) continue;
       weft_u64_t *entry = (weft_u64_t *)weft_remote_ptr(inbox + me * WEFT_A2A_INBOX_WORDS, first + p);
@@ -203,6 +224,7 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
       weft_u64_t *ready = weft_op_flags(WEFT_FLAGS_A2A_READY) + me;
       weft_st_release((weft_u64_t *)weft_remote_ptr(ready, first + p), e);
     }
+  }
 
   int k, s, slices;
   weft_a2a_block(&plan, world, blockIdx.x, &k, &s, &slices);
@@ -215,8 +237,6 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
     if (t == 0) {
       char *dst = recv + plan.recv_off[me]; /* the own chunk: sendcounts[me] == recvcounts[me] */
       if (p != me) {
-        if (s == 0) /* the header line first: p waits for it, not for the stores */
-          weft_ll_store16(peer_slot, (unsigned)n, (unsigned)((n | WEFT_A2A_HEADER_SM) >> 32), flag);
         weft_op_wait(WEFT_FLAGS_A2A_READY, p, e, v ? "alltoallv(ready)" : "alltoall(ready)");
         const weft_u64_t *entry = inbox + p * WEFT_A2A_INBOX_WORDS;
         weft_u64_t expects = entry[WEFT_A2A_INBOX_RECV_BYTES];
@@ -273,6 +293,7 @@ extern "C" __global__ void weft_a2a_ll(const char *send, char *recv, unsigned ch
   weft_u64_t e = weft_epoch_begin(A2A_SLOT);
   unsigned flag = (unsigned)e;
   unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot;
+  if (blockIdx.x == 0) a2a_headers(area, ll_slot, &plan, ~0ull, flag);
   int k, s, slices;
   weft_a2a_block(&plan, world, blockIdx.x, &k, &s, &slices);
   int p = weft_a2a_peer(k, me, world);

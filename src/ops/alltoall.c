@@ -104,8 +104,8 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
   int budget = o->sms > comm->local_world ? o->sms : comm->local_world;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   if (algo == WEFT_ALGO_LL) ll_below = UINT64_MAX;
-  /* The grid stays within the SMs: blocks wait for their peers' LL lines and header lines (of
-   * every pair, in both kernels), so all of them must be resident. */
+  /* The grid stays within the SMs: blocks wait for their peers' LL lines, so a call with LL
+   * chunks progresses once all of its blocks are resident (kernels/alltoall.cu). */
   cfg.grid[0] = weft_a2a_plan_blocks(plan, comm->local_rank, comm->local_world, budget,
                                      WEFT_A2A_SLICE_BYTES, ll_below);
   cfg.block[0] = A2A_THREADS;
