@@ -196,10 +196,12 @@ static size_t smem_bytes(const Cfg &c) {
   return c.stages * stage + (c.splitk ? 0 : 2 * c.epi * 8192) + 16 * c.stages + 112 + 1024;
 }
 
-/* EPI_BUFS must divide the warpgroup's output boxes; as many stages as asked for that fit */
+/* EPI_BUFS must divide the warpgroup's output boxes (rounded up, as the kernel counts them: a
+ * width between multiples of the box ends in an overlapping box); as many stages as asked for
+ * that fit */
 static Cfg fix_cfg(Cfg c, const Prob &p) {
   int wgn = c.bm == 128 ? c.bn : c.bn / 2;
-  int boxes = wgn * dt_size(p.dout) / 128;
+  int boxes = (wgn * dt_size(p.dout) + 127) / 128;
   if (!c.splitk && boxes >= 1) { /* the direct-store epilogue has no staging boxes */
     if (c.epi > boxes) c.epi = boxes;
     while (boxes % c.epi) c.epi--;
