@@ -102,12 +102,9 @@ static __device__ __forceinline__ void a2a_copy(char *dst, const char *src, weft
     weft_copy_group(dst, src, n, lane, stride);
     return;
   }
-  weft_u64_t head = (16 - ((weft_u64_t)dst & 15)) & 15;
-  unsigned r = (unsigned)(((weft_u64_t)src + head) & 15); /* not 0: the misalignments differ */
-  if (head < r) head += 16; /* the first source vector, at src + head - r, starts inside src */
-  /* vector i reads the source vectors at src + head - r + 16 i and the next one */
-  weft_u64_t nv = n + r >= head + 32 ? (n + r - head - 16) / 16 : 0;
-  if (head > n) head = n;
+  weft_u64 head, nv;
+  unsigned r;
+  weft_a2a_shift_plan((weft_u64)dst, (weft_u64)src, n, &head, &r, &nv);
   for (weft_u64_t b = lane; b < head; b += stride) dst[b] = src[b];
   const uint4 *s = (const uint4 *)(src + head - r);
   uint4 *d = (uint4 *)(dst + head);

@@ -94,6 +94,23 @@ WEFT_A2A_HD void weft_a2a_block(const weft_a2a_plan_t *plan, int world, unsigned
   *slices = (int)plan->first_block[lo + 1] - (int)plan->first_block[lo];
 }
 
+/* A copy of n bytes from src to dst whose addresses are misaligned differently (mod 16), as
+ * kernels/alltoall.cu's a2a_copy makes it with 16-byte stores: bytes [0, *head) one by one, then
+ * *nv vectors at dst + *head (16-byte aligned), vector i put together from the aligned source
+ * vectors at src + *head - *r + 16 i and the next one (*r, 1 to 15: where in the first of them
+ * the vector's bytes start), then bytes [*head + 16 *nv, n) one by one. Every source vector read
+ * lies inside [src, src + n). */
+WEFT_A2A_HD void weft_a2a_shift_plan(weft_u64 dst, weft_u64 src, weft_u64 n, weft_u64 *head,
+                                     unsigned *r, weft_u64 *nv) {
+  weft_u64 h = (16 - (dst & 15)) & 15;
+  unsigned rr = (unsigned)((src + h) & 15);
+  if (h < rr) h += 16; /* the first source vector, at src + h - rr, starts inside src */
+  /* the last vector's second source vector ends inside src + n */
+  *nv = n + rr >= h + 32 ? (n + rr - h - 16) / 16 : 0;
+  *head = h < n ? h : n;
+  *r = rr;
+}
+
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 /* Host: cuts each pair into slices, 1 to WEFT_A2A_MAX_SLICES of about slice_bytes of the chunk
  * sent, or of WEFT_A2A_LL_SLICE_BYTES where the pair goes by LL lines (a peer's chunk of fewer

@@ -6,8 +6,9 @@
  * slice), every pair has 1 to WEFT_A2A_MAX_SLICES slices and the grid stays within the budget
  * (or one block per pair); the pairs' peers are a permutation ending with the rank itself; the
  * slices of a chunk tile it exactly, start on WEFT_A2A_SLICE_ALIGN multiples, and add
- * WEFT_A2A_UNITS to the done count in all, each at least one; and the plan fits a kernel's
- * parameter space beside the other arguments.
+ * WEFT_A2A_UNITS to the done count in all, each at least one; the plan fits a kernel's
+ * parameter space beside the other arguments; and the 16-byte copy of chunks misaligned
+ * against their destination (weft_a2a_shift_plan) stores aligned and reads inside the chunk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,35 @@ static void check_plan(int world, int me, int budget, weft_u64 ll_below) {
   }
 }
 
+/* weft_a2a_shift_plan for a copy of n bytes from address src to dst (misaligned differently):
+ * the vectors' stores aligned, their source vectors aligned and inside [src, src + n), head,
+ * vectors and tail covering [0, n) in order, head and tail under 32 bytes. */
+static void check_shift(weft_u64 dst, weft_u64 src, weft_u64 n) {
+  weft_u64 head, nv;
+  unsigned r;
+  weft_a2a_shift_plan(dst, src, n, &head, &r, &nv);
+  weft_u64 tail = n - head - 16 * nv;
+  EXPECT(head <= n && head + 16 * nv <= n, "shift dst %llu src %llu n %llu: head %llu, %llu vectors",
+         (unsigned long long)dst, (unsigned long long)src, (unsigned long long)n, (unsigned long long)head,
+         (unsigned long long)nv);
+  EXPECT(head < 32, "shift n %llu: a head of %llu bytes", (unsigned long long)n, (unsigned long long)head);
+  if (!nv) {
+    EXPECT(n < 64, "shift dst %llu src %llu n %llu: no vectors", (unsigned long long)dst,
+           (unsigned long long)src, (unsigned long long)n);
+    return;
+  }
+  weft_u64 base = src + head - r; /* the first vector's first source vector */
+  EXPECT(r >= 1 && r <= 15 && (src + head) % 16 == r, "shift: r %u at src %llu + head %llu", r,
+         (unsigned long long)src, (unsigned long long)head);
+  EXPECT((dst + head) % 16 == 0, "shift: stores at dst %llu + %llu unaligned", (unsigned long long)dst,
+         (unsigned long long)head);
+  EXPECT(base % 16 == 0 && base >= src && base + 16 * (nv + 1) <= src + n,
+         "shift dst %llu src %llu n %llu: source vectors [%llu, %llu) outside the chunk",
+         (unsigned long long)dst, (unsigned long long)src, (unsigned long long)n,
+         (unsigned long long)base, (unsigned long long)(base + 16 * (nv + 1)));
+  EXPECT(tail < 32, "shift n %llu: a tail of %llu bytes", (unsigned long long)n, (unsigned long long)tail);
+}
+
 int main(void) {
   /* kernel parameters: the plan beside send, recv, inbox, ll, ll_slot, ll_below, elem and v,
    * within 4 KiB */
@@ -143,6 +173,14 @@ int main(void) {
       weft_u64 ll_below[] = {0, WEFT_ALLTOALL_LL_MAX_BYTES + 1ull, ~0ull};
       check_plan(world, me, budgets[i % 6], ll_below[i / 6 % 3]);
     }
+  for (weft_u64 d = 0; d < 64; d++) /* every pair of offsets that differ mod 16, sizes 0-300 */
+    for (weft_u64 a = 0; a < 64; a++)
+      if ((d ^ a) & 15)
+        for (weft_u64 n = 0; n <= 300; n++) check_shift(4096 + d, 1048576 + a, n);
+  for (int i = 0; i < 100000; i++) {
+    weft_u64 d = next() % (1ull << 40), a = next() % (1ull << 40);
+    if ((d ^ a) & 15) check_shift(d, a, next() % (64ull << 20));
+  }
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }
