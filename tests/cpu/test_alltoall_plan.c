@@ -2,8 +2,8 @@
  * test_alltoall_plan.c — the arithmetic of weft/alltoall.h, which kernels/alltoall.cu runs as
  * it is here: for world sizes 1 to WEFT_MAX_LOCAL_RANKS, random chunk sizes sent and received
  * (zeros, tiny, around the slice sizes, skewed, huge), block budgets and LL thresholds (none,
- * AUTO's, all: the slices of LL pairs follow both of their chunks), every block maps to exactly one (pair,
- * slice), every pair has 1 to WEFT_A2A_MAX_SLICES slices and the grid stays within the budget
+ * AUTO's, all: the slices of LL pairs follow both of their chunks), every block maps to exactly
+ * one (pair, slice), every pair has 1 to WEFT_A2A_MAX_SLICES slices and the grid stays within the budget
  * (or one block per pair); the pairs' peers are a permutation ending with the rank itself; the
  * slices of a chunk tile it exactly, start on WEFT_A2A_SLICE_ALIGN multiples, and add
  * WEFT_A2A_UNITS to the done count in all, each at least one; the plan fits a kernel's
