@@ -292,9 +292,9 @@ typedef enum weft_red_op {
 #define WEFT_ALLREDUCE_LL_MAX_BYTES(world) ((size_t)(4u << 20) / (size_t)(world))
 
 /* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, summed in fp32
- * in rank order 0, 1, ..., world - 1 and rounded once to the element type (round to nearest
- * even), so every rank gets bit-identical AllReduce results and repeated calls give identical
- * results. Buffers must be aligned to the element size; any count and any offset otherwise.
+ * in rank order 0, 1, ..., world - 1 (ReduceScatter's ring: in ring order) and rounded once to
+ * the element type (round to nearest even), so every rank gets bit-identical AllReduce results
+ * and repeated calls give identical results. Buffers must be aligned to the element size; any count and any offset otherwise.
  * Calls of the two ops on one communicator share epochs and scratch: issue them in one order on
  * every rank, one at a time (stream-ordered), as every collective.
  *
@@ -310,9 +310,15 @@ typedef enum weft_red_op {
  * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
  * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank);
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
- * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake.
+ * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake; WEFT_ALGO_RING, for GPUs
+ * without a full-bandwidth link to every peer: each rank adds its part to a partial sum from its
+ * left neighbour and passes it on to its right one (through the staging area above), so that
+ * every segment's sum reaches its owner after world - 1 steps; the partials travel in fp32 and
+ * are rounded once, but in the ring's order from the owner's right neighbour on, not in rank
+ * order (its sums may differ from the other forms' in the last bit).
  * AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * recvcount * element size, SM
- * above. Every rank must pass the same algo and recvcount. */
+ * above (the ring only when asked for: not yet measured). Every rank must pass the same algo and
+ * recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);

@@ -15,7 +15,8 @@
  *                                 world - 1 steps; at step s each rank forwards chunk
  *                                 (rank - s) mod world to its right neighbour (step 0 from
  *                                 send, later from recv, where the left neighbour put it at
- *                                 step s - 1), slices counted in the receiver's ring flag.
+ *                                 step s - 1), each slice's steps counted in the receiver's
+ *                                 ring flag word of that slice.
  *   weft_ag_ll                    LL push for small chunks: data and epoch flag in each 16-byte
  *                                 line, into a double-buffered LL area (parity of e); no
  *                                 handshake at all.
@@ -73,16 +74,20 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
   }
 }
 
-/* grid = slices blocks (a power of two <= AG_UNITS), each one slice of every chunk. The right
- * neighbour is written only once it is ready for epoch e (its recv is free), every chunk once
- * per call; the left neighbour's count reaches base + s * AG_UNITS when all its slices of step
- * s - 1 landed here, base counting the earlier ring calls' (world - 1) * AG_UNITS. */
+/* grid = WEFT_MAX_LOCAL_RANKS blocks in every call (every call must advance every count word
+ * alike), each one slice of every chunk. The right neighbour is written only once it is ready
+ * for epoch e (its recv is free), every chunk once per call. Word `slice` of this rank's ring
+ * flags counts that slice's steps landed here from the left neighbour: base + s once its step
+ * s - 1 has, base counting the earlier ring calls' world - 1 steps. Per slice: one count over
+ * all slices (as this kernel first had) reaches a step's total while a slow slice is still a
+ * step behind, where another has run ahead (a CPU model of the protocol found such stale reads:
+ * dev/collectives/ring_sim.py). */
 extern "C" __global__ void weft_ag_ring(const char *send, char *recv, unsigned long long bytes) {
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   int right = me + 1 < world ? me + 1 : 0, left = me > 0 ? me - 1 : world - 1;
   int slices = gridDim.x, slice = blockIdx.x;
   weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_RING);
-  weft_u64_t base = (c - 1) * (weft_u64_t)(world - 1) * AG_UNITS;
+  weft_u64_t base = (c - 1) * (weft_u64_t)(world - 1);
   if (blockIdx.x == 0 && threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_READY, e);
   /* Slices are 4 KiB multiples so that aligned buffers stay aligned slice by slice. */
   unsigned long long per = ((bytes + slices - 1) / slices + 4095) & ~4095ull, off = per * slice;
@@ -90,11 +95,11 @@ extern "C" __global__ void weft_ag_ring(const char *send, char *recv, unsigned l
   if (n && send != recv + (unsigned long long)me * bytes) /* own chunk (unless in place) */
     weft_copy_group(recv + (unsigned long long)me * bytes + off, send + off, n, threadIdx.x, blockDim.x);
   if (threadIdx.x == 0) weft_op_wait(WEFT_FLAGS_AG_READY, right, e, "allgather(ring ready)");
-  weft_u64_t *count = weft_op_flags(WEFT_FLAGS_AG_RING) + me;
+  weft_u64_t *count = weft_op_flags(WEFT_FLAGS_AG_RING) + slice;
   for (int s = 0; s + 1 < world; s++) {
     int q = me - s >= 0 ? me - s : me - s + world;
     if (s > 0 && threadIdx.x == 0)
-      weft_op_wait(WEFT_FLAGS_AG_RING, left, base + (weft_u64_t)s * AG_UNITS, "allgather(ring)");
+      weft_wait_until(count, WEFT_CMP_GE, base + (weft_u64_t)s, "allgather(ring)", first + left);
     __syncthreads(); /* (the wait's acquire covers the block's reads of chunk q) */
     const char *src = s == 0 ? send + off : recv + (unsigned long long)q * bytes + off;
     if (n)
@@ -103,11 +108,11 @@ extern "C" __global__ void weft_ag_ring(const char *send, char *recv, unsigned l
     __syncthreads();
     if (threadIdx.x == 0) {
       weft_fence(); /* the block's stores (seen through the barrier) before the count */
-      weft_red_release((weft_u64_t *)weft_remote_ptr(count, first + right), AG_UNITS / slices);
+      weft_red_release((weft_u64_t *)weft_remote_ptr(count, first + right), 1);
     }
   }
   if (threadIdx.x == 0) {
-    weft_op_wait(WEFT_FLAGS_AG_RING, left, base + (weft_u64_t)(world - 1) * AG_UNITS, "allgather(ring)");
+    weft_wait_until(count, WEFT_CMP_GE, base + (weft_u64_t)(world - 1), "allgather(ring)", first + left);
     weft_epoch_finish(AG_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_AG_RING, c);
   }

@@ -41,6 +41,30 @@
  *                       for every peer's count to reach this round's c (WEFT_EPOCH_RS_CE).
  *   weft_red_ce_reduce  then reduces my own segment (from sendbuf) and the peers' (from staging)
  *                       in rank order, and raises c.
+ *   weft_red_ring       ReduceScatter over a ring, for GPUs without a full-bandwidth link to
+ *                       every peer: each rank writes only into its right neighbour's staging
+ *                       area. Segment j's partial sum starts at rank j + 1 and travels
+ *                       j + 1 -> j + 2 -> ... -> j, each rank adding its own part; at step s
+ *                       rank r sends the partial of segment (r - s - 1) mod world, and at step
+ *                       world - 1 adds its own part to the partial of its own segment and stores
+ *                       it. Partials travel in fp32 and are rounded once, at the owner; the
+ *                       order is the ring's, from the owner's right neighbour on (not rank
+ *                       order: its sums may differ from the other forms' in the last bit). Grid:
+ *                       WEFT_MAX_LOCAL_RANKS blocks in every call (every call must advance every
+ *                       count word alike), block b the b-th slice of every step, in rounds of slices x per elements of the segment that fit
+ *                       the staging area twice (two parities: a step writes parity k & 1 of its
+ *                       cumulative index k). Counts per slice, cumulative over the ring calls
+ *                       (the steps of the earlier calls in this rank's sync word
+ *                       WEFT_EPOCH_RS_RING, alike on every rank): word b of WEFT_FLAGS_RED_RING
+ *                       here counts the left neighbour's steps of slice b that landed; word b of
+ *                       WEFT_FLAGS_RED_RING_FREE on the left neighbour counts the steps of slice
+ *                       b read here, so that it writes a parity again only once its previous
+ *                       step there has been read (per slice: a count over all slices would let
+ *                       one slice run ahead on another's steps). The first writes of a call wait for
+ *                       the right neighbour's ready (its earlier calls are done with its staging,
+ *                       which the copy-engine form shares). No peer reads this rank's sendbuf or
+ *                       recvbuf, and the last step's partial comes through every other rank:
+ *                       the call returns only after every rank has started it.
  */
 #include <weft/device.cuh>
 
@@ -182,5 +206,95 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char 
   if (t == 0) {
     weft_epoch_finish(RED_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_RS_CE, c);
+  }
+}
+
+/* ---- ring ReduceScatter ---------------------------------------------------------------------- */
+
+/* n elements of one ring step with the block's threads: acc = (in ? in[i] : 0) + own[i], stored
+ * as fp32 at out (a peer's staging) or, where out is NULL, rounded into fin (the owner's recv).
+ * in and out are fp32 slices 16-byte aligned; 4 elements a thread at a time where own (and fin)
+ * allow 4-element loads (and stores), one otherwise. */
+static __device__ __forceinline__ void red_ring_step(const float *in, const char *own, float *out,
+                                                     char *fin, weft_u64_t n, int dtype) {
+  weft_u64_t elem = dtype == WEFT_RED_FP32 ? 4 : 2, i = 4 * (weft_u64_t)threadIdx.x;
+  int vec = ((weft_u64_t)own % (4 * elem)) == 0 && (out || ((weft_u64_t)fin % (4 * elem)) == 0);
+  for (; vec && i + 4 <= n; i += 4 * (weft_u64_t)blockDim.x) {
+    float a[4];
+    if (dtype == WEFT_RED_FP32) {
+      float4 x = *(const float4 *)(own + i * 4);
+      a[0] = x.x, a[1] = x.y, a[2] = x.z, a[3] = x.w;
+    } else {
+      uint2 x = *(const uint2 *)(own + i * 2);
+      weft_red_word_add(a, x.x, dtype, 1);
+      weft_red_word_add(a + 2, x.y, dtype, 1);
+    }
+    if (in) {
+      float4 p = *(const float4 *)(in + i);
+      a[0] = p.x + a[0], a[1] = p.y + a[1], a[2] = p.z + a[2], a[3] = p.w + a[3];
+    }
+    if (out) *(float4 *)(out + i) = make_float4(a[0], a[1], a[2], a[3]);
+    else if (dtype == WEFT_RED_FP32) *(float4 *)(fin + i * 4) = make_float4(a[0], a[1], a[2], a[3]);
+    else *(uint2 *)(fin + i * 2) = make_uint2(weft_red_word_pack(a, dtype), weft_red_word_pack(a + 2, dtype));
+  }
+  /* the rest one element a thread: all of it where the vectors could not be used */
+  for (i = (vec ? n / 4 * 4 : 0) + threadIdx.x; i < n; i += blockDim.x) {
+    float a = weft_red_elem_load(own + i * elem, dtype);
+    if (in) a = in[i] + a;
+    if (out) out[i] = a;
+    else weft_red_elem_store(fin + i * elem, a, dtype);
+  }
+}
+
+/* send: this rank's sendbuf ([world][n] elements); recv: its n sums. stage: the symmetric
+ * staging area, [2 parities][slices][per] floats (per a multiple of 4); slices (the grid) is
+ * WEFT_MAX_LOCAL_RANKS: the two ring counts are kept per slice, in the flag words that other ops
+ * keep per peer (a ring has one neighbour on each side). */
+extern "C" __global__ void __launch_bounds__(512) weft_red_ring(const char *send, char *recv,
+                                                               unsigned long long n, int dtype,
+                                                               float *stage, unsigned long long per) {
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  int right = me + 1 < world ? me + 1 : 0, left = me > 0 ? me - 1 : world - 1;
+  unsigned t = threadIdx.x, slices = gridDim.x, b = blockIdx.x;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  weft_u64_t base = *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_RING);
+  weft_u64_t elem = dtype == WEFT_RED_FP32 ? 4 : 2;
+  /* a round's elements of a segment, which are also one parity's floats of the staging area */
+  weft_u64_t round = per * slices, rounds = (n + round - 1) / round;
+  weft_u64_t *landed = weft_op_flags(WEFT_FLAGS_RED_RING) + b;     /* here, from the left */
+  weft_u64_t *freed = weft_op_flags(WEFT_FLAGS_RED_RING_FREE) + b; /* here, from the right */
+  if (b == 0 && t == 0) weft_op_signal_all(WEFT_FLAGS_RED_READY, e);
+  if (t == 0) weft_op_wait(WEFT_FLAGS_RED_READY, right, e, "reduce_scatter(ring ready)");
+  for (weft_u64_t r = 0; r < rounds; r++) {
+    weft_u64_t lo = r * round + b * per, cnt = lo < n ? (n - lo < per ? n - lo : per) : 0;
+    for (int s = 0; s < world; s++) {
+      int c = ((me - s - 1) % world + world) % world; /* the segment of this step */
+      weft_u64_t k = base + r * (weft_u64_t)(world - 1) + (weft_u64_t)s; /* this step's send */
+      if (t == 0) {
+        if (s > 0) /* this slice of the left neighbour's send k - 1 has landed here */
+          weft_wait_until(landed, WEFT_CMP_GE, k, "reduce_scatter(ring)", first + left);
+        if (s + 1 < world && k >= base + 2) /* the right one has read send k - 2 (this parity) */
+          weft_wait_until(freed, WEFT_CMP_GE, k - 1, "reduce_scatter(ring free)", first + right);
+      }
+      __syncthreads(); /* (the waits' acquires cover the block's reads and writes below) */
+      const float *in = s > 0 ? stage + ((k - 1) & 1) * round + b * per : NULL;
+      float *out = s + 1 < world
+                       ? (float *)weft_remote_ptr(stage + (k & 1) * round + b * per, first + right)
+                       : NULL;
+      red_ring_step(in, send + ((weft_u64_t)c * n + lo) * elem, out, recv + lo * elem, cnt, dtype);
+      __syncthreads();
+      if (t == 0) {
+        weft_fence(); /* the block's reads of send k - 1 and stores of send k (seen through the
+                         barrier) before the counts */
+        if (s > 0) /* this slice of send k - 1 read: its parity may be written again */
+          weft_red_release((weft_u64_t *)weft_remote_ptr(freed, first + left), 1);
+        if (out) weft_red_release((weft_u64_t *)weft_remote_ptr(landed, first + right), 1);
+      }
+    }
+  }
+  if (t == 0 && weft_epoch_arrive(RED_SLOT)) {
+    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_RING) =
+        base + rounds * (weft_u64_t)(world - 1);
+    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
   }
 }

@@ -46,7 +46,9 @@ typedef unsigned int weft_u32;
 #define WEFT_EPOCH_ALLTOALL 5  /* weft_alltoall and weft_alltoallv */
 #define WEFT_EPOCH_AG_RING 6   /* weft_allgather's ring calls only (their arrival counts) */
 #define WEFT_EPOCH_GEMM_AR 7   /* weft_gemm_ar's SM form */
-#define WEFT_EPOCH_USER0 8     /* first slot free for ops */
+#define WEFT_EPOCH_RS_RING 8   /* weft_reduce_scatter's ring calls only: the steps sent so far (a
+                                  count, not an epoch: it grows by a call's steps) */
+#define WEFT_EPOCH_USER0 9     /* first slot free for ops */
 
 /* Flag slots of the ops. */
 #define WEFT_FLAGS_AG_READY 0
@@ -57,9 +59,14 @@ typedef unsigned int weft_u32;
 #define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a segment landed */
 #define WEFT_FLAGS_A2A_READY 6  /* AllToAll(v): set to the epoch once the sender's inbox entry is written */
 #define WEFT_FLAGS_A2A_DONE 7   /* AllToAll(v): pieces counted, WEFT_A2A_UNITS per call and sender */
-#define WEFT_FLAGS_AG_RING 8    /* ring AllGather: slices counted, AG_UNITS per step (left neighbour) */
+#define WEFT_FLAGS_AG_RING 8    /* ring AllGather: word b counts slice b's steps landed here from
+                                   the left neighbour */
 #define WEFT_FLAGS_GEMM_AR_READY 9 /* GEMM+AR SM form: set to the epoch once the counters are reset */
 #define WEFT_FLAGS_GEMM_AR_DONE 10 /* GEMM+AR SM form: set to the epoch after the last store */
+#define WEFT_FLAGS_RED_RING 11  /* ring ReduceScatter: word b counts slice b's partials the left
+                                   neighbour wrote here */
+#define WEFT_FLAGS_RED_RING_FREE 12 /* ring ReduceScatter: word b counts slice b's steps the right
+                                       neighbour has read of what this rank wrote it */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */

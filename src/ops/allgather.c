@@ -129,10 +129,9 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
     /* about 256 KiB per block; SM: world blocks per slice, at most one block per SM */
     cfg.block[0] = AG_THREADS_SM;
     unsigned slices = pow2_floor(bytes / (256u << 10) ? bytes / (256u << 10) : 1);
-    if (algo == WEFT_ALGO_RING) { /* one block per slice */
-      unsigned cap = pow2_floor((unsigned long long)o->sms);
-      if (cap > AG_MAX_SLICES) cap = AG_MAX_SLICES;
-      cfg.grid[0] = slices < cap ? slices : cap;
+    if (algo == WEFT_ALGO_RING) { /* a block per slice, always as many as there are count
+                                     words: every call must advance every word alike (kernel) */
+      cfg.grid[0] = WEFT_MAX_LOCAL_RANKS;
     } else {
       cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
     }

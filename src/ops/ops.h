@@ -35,10 +35,11 @@ typedef struct weft_ops {
   /* reduce_scatter and allreduce (kernels/reduce.cu) */
   struct weft_module *red;
   struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_signal, *red_ce_wait,
-      *red_ce_reduce;
+      *red_ce_reduce, *red_ring;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
-  unsigned char *red_stage_buf; /* [local_world][red_stage_slot] symmetric (copy-engine RS) */
+  /* [local_world][red_stage_slot] symmetric: the copy-engine RS's staging, the ring RS's */
+  unsigned char *red_stage_buf;
   size_t red_stage_slot;
   /* ag_gemm: one arrival signal per source rank, symmetric [WEFT_MAX_LOCAL_RANKS] */
   uint64_t *ag_gemm_sig;

@@ -5,8 +5,9 @@
  * AllReduce sendbuf, recvbuf [count], both symmetric.
  *
  * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
- * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))], and the copy-engine ReduceScatter's
- * staging, [world][slot] with world * slot = WEFT_REDUCE_STAGING_BYTES (default 32 MiB).
+ * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))], and the staging of the copy-engine
+ * and ring ReduceScatters, [world][slot] with world * slot = WEFT_REDUCE_STAGING_BYTES (default
+ * 32 MiB).
  */
 #include "ops.h"
 
@@ -44,6 +45,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ring", &o->red_ring));
   o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
@@ -172,14 +174,31 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
   return WEFT_STATUS_SUCCESS;
 }
 
+/* Ring ReduceScatter (kernels/reduce.cu, weft_red_ring): WEFT_MAX_LOCAL_RANKS blocks, one per
+ * slice and count word, in every call (every call must advance every word alike); the staging
+ * area holds two parities of every slice's fp32 partials, per floats each. */
+static weft_status_t rs_ring(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
+                             weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  unsigned slices = WEFT_MAX_LOCAL_RANKS;
+  size_t floats = (size_t)comm->local_world * o->red_stage_slot / 4;
+  unsigned long long per = floats / (2 * (size_t)slices) / 4 * 4, count = recvcount;
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.grid[0] = slices;
+  cfg.block[0] = RED_THREADS;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &count, &dt, &o->red_stage_buf, &per};
+  return weft_kernel_launch(o->red_ring, &cfg, args, stream);
+}
+
 weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                   size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                   weft_algo_t algo, weft_stream_t stream) {
   size_t elem = 0;
   WEFT_CHECK(red_check(comm, dtype, op, &elem));
   WEFT_ARG(comm, algo == WEFT_ALGO_AUTO || algo == WEFT_ALGO_COPY_ENGINE || algo == WEFT_ALGO_SM ||
-                     algo == WEFT_ALGO_LL,
-           "algo %d is not one of reduce_scatter's (auto, copy engine, SM, LL)", (int)algo);
+                     algo == WEFT_ALGO_LL || algo == WEFT_ALGO_RING,
+           "algo %d is not one of reduce_scatter's (auto, copy engine, SM, LL, ring)", (int)algo);
   if (recvcount == 0) return WEFT_STATUS_SUCCESS;
   WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
   WEFT_ARG(comm, recvcount <= SIZE_MAX / elem / (size_t)comm->world, "recvcount %zu overflows", recvcount);
@@ -201,6 +220,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_CHECK(weft_comm_make_current(comm));
   CUstream s = (CUstream)stream;
   if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
+  if (algo == WEFT_ALGO_RING) return rs_ring(comm, send, recv, recvcount, dtype, s);
   if (algo == WEFT_ALGO_LL) return red_ll(comm, send, recv, seg, seg, dtype, s);
   return red_pull(comm, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }

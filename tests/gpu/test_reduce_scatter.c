@@ -1,7 +1,7 @@
 /*
  * test_reduce_scatter.c — weft_reduce_scatter (sum) against a float64 reference and NCCL's
  * ncclReduceScatter on the same inputs (reduce_test.h gives the bounds): every algorithm (SM,
- * copy engine, LL where a segment fits, auto), fp16 / bf16 / fp32, totals from world to 64M elements including odd
+ * copy engine, ring, LL where a segment fits, auto), fp16 / bf16 / fp32, totals from world to 64M elements including odd
  * counts, odd element offsets of both buffers, a recvbuf outside the symmetric heap, in place
  * (recvbuf = this rank's segment of sendbuf), guard zones around the output, copy-engine calls
  * of many rounds (the staging area is made small), CUDA-graph capture and replay, and 1,000
@@ -14,11 +14,12 @@
 #define MAX_TOTAL (64ull << 20) /* elements of sendbuf */
 #define GUARD 256               /* bytes poisoned on each side of the output */
 
-/* LL last: the graph and straggler blocks take the first three (AUTO is LL on their fp16/bf16
+/* LL last: the graph and straggler blocks take the first four (AUTO is LL on their fp16/bf16
  * calls); LL runs where a segment fits (WEFT_ALLREDUCE_LL_MAX_BYTES(world)). */
-static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_AUTO, WEFT_ALGO_LL};
-static const char *anames[] = {"SM", "copy engine", "auto", "LL"};
-#define NALGOS 4
+static const weft_algo_t algos[] = {WEFT_ALGO_SM, WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_AUTO, WEFT_ALGO_RING,
+                                    WEFT_ALGO_LL};
+static const char *anames[] = {"SM", "copy engine", "auto", "ring", "LL"};
+#define NALGOS 5
 static int world; /* ranks */
 static int algo_takes(weft_algo_t a, size_t seg_bytes) {
   return a != WEFT_ALGO_LL || seg_bytes <= WEFT_ALLREDUCE_LL_MAX_BYTES(world);
@@ -120,9 +121,10 @@ int main(void) {
     if (st[0]) fails++, printf("[%d] FAIL in place: %llu wrong\n", me, st[0]);
   }
 
-  /* n = 70001: copy engine in 2 rounds at 4 ranks with 4 MiB staging in fp32 */
-  fails += rt_graph(&t, checked_call, 70001, algos, 3, dts, 2, &call, s);
-  fails += rt_stragglers(&t, checked_call, 100000, algos, 3, dts, &x, &call, s);
+  /* n = 70001: copy engine in 2 rounds at 4 ranks with 4 MiB staging in fp32 (the ring's rounds
+   * come in the totals above: 4 MiB of staging holds 512 Ki elements of a segment) */
+  fails += rt_graph(&t, checked_call, 70001, algos, 4, dts, 2, &call, s);
+  fails += rt_stragglers(&t, checked_call, 100000, algos, 4, dts, &x, &call, s);
 
   CU(cuStreamDestroy(s));
   CU(cuMemFree(recvd));
