@@ -49,22 +49,24 @@
  *                       world - 1 adds its own part to the partial of its own segment and stores
  *                       it. Partials travel in fp32 and are rounded once, at the owner; the
  *                       order is the ring's, from the owner's right neighbour on (not rank
- *                       order: its sums may differ from the other forms' in the last bit). Grid:
- *                       WEFT_MAX_LOCAL_RANKS blocks in every call (every call must advance every
- *                       count word alike), block b the b-th slice of every step, in rounds of slices x per elements of the segment that fit
- *                       the staging area twice (two parities: a step writes parity k & 1 of its
- *                       cumulative index k). Counts per slice, cumulative over the ring calls
- *                       (the steps of the earlier calls in this rank's sync word
- *                       WEFT_EPOCH_RS_RING, alike on every rank): word b of WEFT_FLAGS_RED_RING
- *                       here counts the left neighbour's steps of slice b that landed; word b of
- *                       WEFT_FLAGS_RED_RING_FREE on the left neighbour counts the steps of slice
- *                       b read here, so that it writes a parity again only once its previous
- *                       step there has been read (per slice: a count over all slices would let
- *                       one slice run ahead on another's steps). The first writes of a call wait for
- *                       the right neighbour's ready (its earlier calls are done with its staging,
- *                       which the copy-engine form shares). No peer reads this rank's sendbuf or
- *                       recvbuf, and the last step's partial comes through every other rank:
- *                       the call returns only after every rank has started it.
+ *                       order: its sums may differ from the other forms' in the last bit).
+ *                       Grid: WEFT_MAX_LOCAL_RANKS blocks in every call (every call must advance
+ *                       every count word alike), block b the b-th slice of every step, in rounds
+ *                       of slices x per elements of the segment that fit the staging area twice
+ *                       (two parities: a step writes parity k & 1 of its cumulative index k).
+ *                       Counts per slice, cumulative over the ring calls (the steps of the
+ *                       earlier calls in this rank's sync word WEFT_EPOCH_RS_RING, alike on every
+ *                       rank): word b of WEFT_FLAGS_RED_RING here counts the left neighbour's
+ *                       steps of slice b that landed; word b of WEFT_FLAGS_RED_RING_FREE on the
+ *                       left neighbour counts the steps of slice b read here, so that it writes
+ *                       a parity again only once its previous step there has been read (per
+ *                       slice: a count over all slices would let one slice run ahead on
+ *                       another's steps; dev/collectives/ring_sim.py models it). The first
+ *                       writes of a call wait for the right neighbour's ready (its earlier calls
+ *                       are done with its staging, which the copy-engine form shares). No peer
+ *                       reads this rank's sendbuf or recvbuf, and the last step's partial comes
+ *                       through every other rank: the call returns only after every rank has
+ *                       started it.
  */
 #include <weft/device.cuh>
 
