@@ -1,7 +1,6 @@
 # A model of kernels/alltoall.cu's protocol (weft_a2a_sm with its per-pair LL choice, and
 # weft_a2a_ll), run on the CPU (no GPU needed). Every rank's blocks (one per pair and slice, the
-# own chunk last) are generators that yield while a wait is unsatisfied, stepped in a random
-# interleaving; each call picks a form for all ranks (stored, per pair, all LL) and random
+# own chunk last) run under protocol_sim.interleave; each call picks a form for all ranks (stored, per pair, all LL) and random
 # per-pair sizes (some over the LL threshold), several calls back to back. Checked: a header or
 # LL line is read only when it is this call's, no header or line slot is overwritten before it was
 # read, an SM sender reads only this call's inbox entry of its receiver, every chunk has landed
@@ -12,6 +11,8 @@
 #   python3 dev/collectives/a2a_sim.py [--resident R]
 import random
 import sys
+
+from protocol_sim import interleave
 
 SM, HYBRID, LL = "stored", "per pair", "all LL"
 
@@ -107,29 +108,9 @@ def run(world, slices, calls, seed, resident):
             return finished[0] == grid
         return [block(x, c, k, s, last) for k in range(world) for s in range(slices)]
 
-    pending = {x: list(range(calls)) for x in range(world)}
-    active = {x: None for x in range(world)}
-    for _ in range(200000):
-        alive = False
-        for x in rng.sample(range(world), world):
-            if active[x] is None and pending[x]:
-                active[x] = make(x, pending[x].pop(0))
-            if active[x] is None:
-                continue
-            alive = True
-            window = active[x] if resident is None else active[x][:resident]
-            finished = []
-            for g in window:
-                try:
-                    for _ in range(rng.randint(1, 5)):
-                        next(g)
-                except StopIteration:
-                    finished.append(g)
-            active[x] = [g for g in active[x] if g not in finished] or None
-        if not alive:
-            return errors
+    if interleave(rng, world, calls, make, resident, 200000):
+        return errors
     return errors + [("no progress", forms)]
-
 
 if __name__ == "__main__":
     resident = int(sys.argv[sys.argv.index("--resident") + 1]) if "--resident" in sys.argv else None

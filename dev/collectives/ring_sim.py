@@ -1,7 +1,6 @@
 # Models of the two ring protocols, run on the CPU (no GPU needed): kernels/allgather.cu's
-# weft_ag_ring and kernels/reduce.cu's weft_red_ring. Every rank's blocks are generators that
-# yield while a wait is unsatisfied, stepped in a random interleaving, several calls back to back
-# (each rank's calls in stream order). Checked: no block reads data that has not landed for this
+# weft_ag_ring and kernels/reduce.cu's weft_red_ring, several calls back to back, scheduled by
+# protocol_sim.interleave. Checked: no block reads data that has not landed for this
 # call (a stale read), no staging element is overwritten before it was read, and the results
 # (the gathered chunks; the ReduceScatter owners' exact integer sums) are right.
 #
@@ -13,33 +12,9 @@
 import random
 import sys
 
+from protocol_sim import interleave
+
 UNITS = 64  # the summed version's units a step, split over the slices
-
-
-def interleave(rng, world, calls, make_blocks):
-    """Runs every rank's calls in order, the blocks of all ranks' current calls interleaved."""
-    pending = {x: list(range(calls)) for x in range(world)}
-    active = {x: None for x in range(world)}
-    for _ in range(10**6):
-        alive = False
-        for x in rng.sample(range(world), world):
-            if active[x] is None and pending[x]:
-                active[x] = make_blocks(x, pending[x].pop(0))
-            if active[x] is None:
-                continue
-            alive = True
-            live = []
-            for g in active[x]:
-                try:
-                    for _ in range(rng.randint(1, 6)):
-                        next(g)
-                    live.append(g)
-                except StopIteration:
-                    pass
-            active[x] = live or None
-        if not alive:
-            return
-    raise AssertionError("no progress: a wait that is never met")
 
 
 def ag_ring(world, slices, calls, seed, summed):
@@ -69,7 +44,8 @@ def ag_ring(world, slices, calls, seed, summed):
         while (sum(count[me]) < (base + world - 1) * UNITS if summed else count[me][b] < base + world - 1):
             yield
 
-    interleave(rng, world, calls, lambda x, c: [block(x, c, b, c * (world - 1)) for b in range(slices)])
+    assert interleave(rng, world, calls, lambda x, c: [block(x, c, b, c * (world - 1)) for b in range(slices)]), \
+        "no progress: a wait that is never met"
     bad = sum(have.get((x, q, b)) != calls - 1 for x in range(world) for q in range(world) for b in range(slices))
     return stale[0] + bad
 
@@ -132,7 +108,7 @@ def rs_ring(world, n, slices, per, calls, seed, summed):
         done = [0]
         return [block(x, call, b, base[x], done) for b in range(slices)]
 
-    interleave(rng, world, calls, make)
+    assert interleave(rng, world, calls, make), "no progress: a wait that is never met"
     wrong = sum(result.get((c, j, i)) != sum(send[(c, x, j, i)] for x in range(world))
                 for c in range(calls) for j in range(world) for i in range(n))
     return errors[0] + wrong

@@ -272,7 +272,7 @@ static __device__ __forceinline__ int weft_epoch_arrive(int slot) {
   unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
   unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
   if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
-  *arrive = 0;
+  *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
   return 1;
 }
 /* Called once per block (by one thread) at the end of a kernel that began epoch e on slot: the
@@ -287,11 +287,8 @@ static __device__ __forceinline__ void weft_epoch_finish(int slot, weft_u64_t e)
  * block's threads' accesses under thread 0's fence). That block ends by storing the epoch into
  * weft_sync_word(WEFT_SYNC_EPOCHS + slot). */
 static __device__ __forceinline__ int weft_epoch_last_block(int slot) {
-  unsigned long long *arrive = (unsigned long long *)weft_sync_word(WEFT_SYNC_ARRIVE + slot);
-  unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
   weft_fence();
-  if (atomicAdd(arrive, 1ull) != blocks - 1) return 0;
-  *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
+  if (!weft_epoch_arrive(slot)) return 0;
   weft_fence();
   return 1;
 }

@@ -23,12 +23,6 @@
  * model, not measured. */
 #define A2A_LL_AUTO_PUSH (512u << 10)
 
-/* AUTO's largest LL chunk (bytes) at `world` ranks. */
-static size_t a2a_ll_auto_max(int world) {
-  size_t m = A2A_LL_AUTO_PUSH / (size_t)(world > 1 ? world - 1 : 1);
-  return m < WEFT_ALLTOALL_LL_MAX_BYTES ? m : WEFT_ALLTOALL_LL_MAX_BYTES;
-}
-
 weft_status_t weft_alltoall_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/alltoall.cu", NULL, 0, &o->a2a));
@@ -131,7 +125,10 @@ weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, void *recvbu
     plan.send_bytes[p] = plan.recv_bytes[p] = bytes;
   }
   /* Every rank passes the same count, so every rank makes the same choice. */
-  if (algo == WEFT_ALGO_AUTO) algo = bytes <= a2a_ll_auto_max(comm->local_world) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  if (algo == WEFT_ALGO_AUTO)
+    algo = weft_ops_ll_auto(comm->local_world, bytes, WEFT_ALLTOALL_LL_MAX_BYTES, A2A_LL_AUTO_PUSH)
+               ? WEFT_ALGO_LL
+               : WEFT_ALGO_SM;
   return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 0, algo, 0, stream);
 }
 
@@ -158,9 +155,9 @@ weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf, const size_
   WEFT_ARG(comm, sendcounts[me] == recvcounts[me],
            "sendcounts[%d] = %zu but recvcounts[%d] = %zu: this rank's own chunk must agree", me,
            sendcounts[me], me, recvcounts[me]);
-  /* AUTO: the SM kernel with the chunks of at most a2a_ll_auto_max in LL lines, a choice per
-   * pair that both of its ranks see (its sender's count goes in the header line). */
-  return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 1,
-                    algo == WEFT_ALGO_AUTO ? WEFT_ALGO_SM : algo,
-                    algo == WEFT_ALGO_AUTO ? a2a_ll_auto_max(comm->local_world) + 1ull : 0, stream);
+  /* AUTO: the SM kernel with the chunks AUTO would send by LL in LL lines, a choice per pair that
+   * both of its ranks see (its sender's count goes in the header line). */
+  size_t ll_max = weft_ops_ll_auto_max(comm->local_world, WEFT_ALLTOALL_LL_MAX_BYTES, A2A_LL_AUTO_PUSH);
+  return a2a_launch(comm, sendbuf, recvbuf, &plan, elem, 1, algo == WEFT_ALGO_AUTO ? WEFT_ALGO_SM : algo,
+                    algo == WEFT_ALGO_AUTO ? ll_max + 1ull : 0, stream);
 }

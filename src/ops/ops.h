@@ -145,10 +145,15 @@ void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
  * for the host). */
 static inline size_t weft_ops_ll_bytes(size_t n) { return (n + 7) / 8 * 16; }
 
-/* Whether a collective's AUTO takes its LL form for `bytes` a rank at `world` ranks: within LL's
- * largest (max_bytes) and with the bytes a rank pushes, one copy to each peer, at most push. */
+/* The largest `bytes` a rank (or, for AllToAllv, a pair) for which a collective's AUTO takes its
+ * LL form at `world` ranks: within LL's largest (max_bytes) and with the bytes a rank pushes, one
+ * copy to each peer, at most push. */
+static inline size_t weft_ops_ll_auto_max(int world, size_t max_bytes, size_t push) {
+  size_t m = world > 1 ? push / (size_t)(world - 1) : max_bytes;
+  return m < max_bytes ? m : max_bytes;
+}
 static inline int weft_ops_ll_auto(int world, size_t bytes, size_t max_bytes, size_t push) {
-  return bytes <= max_bytes && (size_t)(world - 1) * bytes <= push;
+  return bytes <= weft_ops_ll_auto_max(world, max_bytes, push);
 }
 
 /* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
