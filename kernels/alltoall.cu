@@ -173,7 +173,7 @@ static __device__ __forceinline__ void a2a_ll_push(unsigned char *slot, const ch
 /* Thread 0: waits for local peer p's header line in slot (this rank's area), reports (slice 0)
  * a disagreement with the bytes this rank expects, and returns the header (bytes and the SM
  * bit) with the bytes clamped to what this rank expects. */
-static __device__ __forceinline__ weft_u64_t a2a_header(const unsigned char *slot, int p,
+static __device__ __forceinline__ weft_u64_t a2a_header_wait(const unsigned char *slot, int p,
                                                            weft_u64_t expects, int s, unsigned flag,
                                                            weft_u64_t elem, int v) {
   weft_u64_t h = weft_ll_load16(slot, flag), sends = h & ~WEFT_A2A_HEADER_SM;
@@ -254,7 +254,7 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
   }
   if (p != me) { /* p's chunk for this rank: LL lines to unpack, or SM stores counted below */
     const unsigned char *in = area + p * ll_slot;
-    if (t == 0) s_in = a2a_header(in, p, plan.recv_bytes[p], s, flag, elem, v);
+    if (t == 0) s_in = a2a_header_wait(in, p, plan.recv_bytes[p], s, flag, elem, v);
     __syncthreads();
     if (!(s_in & WEFT_A2A_HEADER_SM)) a2a_ll_unpack(recv + plan.recv_off[p], in, s_in, s, slices, flag);
   }
@@ -303,7 +303,7 @@ extern "C" __global__ void weft_a2a_ll(const char *send, char *recv, unsigned ch
     a2a_ll_push((unsigned char *)weft_remote_ptr(area + me * ll_slot, first + p), send + plan.send_off[p],
                 n, s, slices, flag);
     const unsigned char *in = area + p * ll_slot;
-    if (t == 0) s_n = a2a_header(in, p, plan.recv_bytes[p], s, flag, elem, v);
+    if (t == 0) s_n = a2a_header_wait(in, p, plan.recv_bytes[p], s, flag, elem, v);
     __syncthreads();
     a2a_ll_unpack(recv + plan.recv_off[p], in, s_n, s, slices, flag);
   }
