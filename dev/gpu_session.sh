@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One GPU-machine session in one call: build, every test (CPU and GPU), then the benchmark suites,
 # logs under $OUT (or ./gpu-logs), a short summary last. Used through the device tool:
-#   [WEFT_TEST_BUDGET=s] [WEFT_BENCH_TIMEOUT=s] [WEFT_PEERS=1] bash dev/gpu_session.sh [ctest regex] [bench suites...]
+#   [WEFT_TEST_BUDGET=s] [WEFT_BENCH_TIMEOUT=s] [WEFT_PEERS=1] [WEFT_BENCH_NP="4 2"] \
+#     bash dev/gpu_session.sh [ctest regex] [bench suites...]
+# The suites run at every world size in WEFT_BENCH_NP (default: all local GPUs, then 2).
 # A suite may carry weft-bench arguments after commas: "allgather,-a,ring" runs
 # `weft-bench allgather -a ring` (logs named bench_allgather--a-ring_np<n>).
 set -uo pipefail
@@ -35,17 +37,16 @@ t2=$(date +%s)
 for spec in $suites; do
   IFS=, read -r -a args <<< "$spec"
   s=$(printf '%s' "$spec" | tr -d ' ' | tr , '\n' | paste -sd- | tr -d -c 'A-Za-z0-9_.-')
-  for n in $ngpu 2; do
-    [ "$n" -ge 2 ] || continue
+  for n in ${WEFT_BENCH_NP:-$(printf '%s\n' "$ngpu" 2 | awk '!seen[$0]++')}; do
+    [ "$n" -ge 2 ] && [ "$n" -le "$ngpu" ] || continue
     timeout "${WEFT_BENCH_TIMEOUT:-150}" build/tools/weftrun -n "$n" build/tools/weft-bench "${args[@]}" -J "$out/bench_${s}_np$n.json" \
       > "$out/bench_${s}_np$n.log" 2>&1
     echo "bench $spec np$n rc=$?" >> "$out/bench_rc.txt"
-    [ "$n" -eq 2 ] && break
   done
 done
 # WEFT_PEERS=1: the torch async-TP peer column (bench/peers) at every GPU count the suites used.
 if [ "${WEFT_PEERS:-0}" = 1 ]; then
-  for n in $(printf '%s\n' "$ngpu" 2 | sort -un); do
+  for n in ${WEFT_BENCH_NP:-$(printf '%s\n' "$ngpu" 2 | sort -un)}; do
     [ "$n" -ge 2 ] && [ "$n" -le "$ngpu" ] || continue
     PYTHONUNBUFFERED=1 timeout -k 5 "${WEFT_BENCH_TIMEOUT:-150}" python3 -m torch.distributed.run \
       --standalone --nproc-per-node "$n" bench/peers/torch_async_tp.py -J "$out/torch_np$n.json" \
