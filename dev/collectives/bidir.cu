@@ -1,0 +1,173 @@
+/*
+ * bidir.cu — can one GPU pull and push over NVLink at once, and how must the work be split for
+ * it? The question behind AllReduce two-shot (kernels/reduce.cu, weft_red_pull with push = 1),
+ * which at 4 ranks takes the time of a ReduceScatter plus an AllGather (h200-x4, 2026-11-26:
+ * 1277 us at 256 MB against NCCL's 1186) although its reads come in and its stores go out.
+ * One process, every local GPU, all running at once; each GPU g owns a segment of B bytes of
+ * every buffer (a two-shot AllReduce of world x B bytes):
+ *   pull    g reads segment g of every peer's `in`, stores it in its own `out` (incoming)
+ *   push    g reads its segment g of `in`, stores it in segment g of every peer's `out` (outgoing)
+ *   mixed   the two-shot's pattern: every thread loads segment g of every rank's `in` (next
+ *           vector's loads before this one's stores), sums, stores into every rank's `out`
+ *   split   half the blocks run pull, the other half push (independent data)
+ *   warps   every block: half its warps pull, half push
+ *   both    pull, then push, one after the other (the sum of the two)
+ * 512-thread blocks, U = 4 vectors in flight a thread (pull, push); time: events on every GPU
+ * around one launch, the slowest GPU, median of 7 after a warm-up; GB/s a direction a GPU =
+ * (world - 1) x B / time.
+ * Build and run (device tool, 2 or more GPUs):
+ *   nvcc -O3 -arch=sm_90a -o /tmp/bidir dev/collectives/bidir.cu && /tmp/bidir [MiB per segment]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cuda_check.h"
+
+typedef unsigned long long u64;
+#define THREADS 512
+#define U 4
+#define MAXG 8
+
+struct Ptrs {
+  const uint4 *in[MAXG]; /* every rank's in, segment g (this GPU's) */
+  uint4 *out[MAXG];      /* every rank's out, segment g */
+  int world, me;
+};
+
+/* vectors [lo, hi) of segment `me`: local `in` to every peer's `out` (push), or every peer's
+ * `in` to local `out` (pull); t, nt: this thread's index and stride among the role's threads */
+__device__ void copy_role(const Ptrs &p, int pull, u64 n, u64 t, u64 nt) {
+  for (int k = 1; k < p.world; k++) {
+    int q = (p.me + k) % p.world;
+    const uint4 *src = pull ? p.in[q] : p.in[p.me];
+    uint4 *dst = pull ? p.out[p.me] : p.out[q]; /* (pulled copies land on one another) */
+    for (u64 v = t; v < n; v += (u64)U * nt) {
+      uint4 x[U];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+        if (v + u * nt < n) x[u] = src[v + u * nt];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+        if (v + u * nt < n) dst[v + u * nt] = x[u];
+    }
+  }
+}
+
+/* mode 0 pull, 1 push, 2 split by blocks, 3 split by warps */
+__global__ void __launch_bounds__(THREADS) k_roles(Ptrs p, u64 n, int mode) {
+  u64 G = gridDim.x, b = blockIdx.x, t = threadIdx.x;
+  if (mode < 2) copy_role(p, mode == 0, n, b * THREADS + t, G * THREADS);
+  else if (mode == 2) {
+    u64 half = G / 2, pull = b < half;
+    u64 nb = pull ? half : G - half, bb = pull ? b : b - half;
+    copy_role(p, (int)pull, n, bb * THREADS + t, nb * THREADS);
+  } else {
+    int pull = t < THREADS / 2;
+    u64 tt = pull ? t : t - THREADS / 2;
+    copy_role(p, pull, n, b * (THREADS / 2) + tt, G * (THREADS / 2));
+  }
+}
+
+__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
+  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+/* the two-shot's loop: loads of every rank's in (next vector first), sum, stores to every out */
+template <int W> __global__ void __launch_bounds__(THREADS) k_mixed(Ptrs p, u64 n) {
+  u64 nt = (u64)gridDim.x * THREADS, t = blockIdx.x * (u64)THREADS + threadIdx.x;
+  const uint4 *in[W];
+  uint4 *out[W], x[W];
+#pragma unroll
+  for (int j = 0; j < W; j++) in[j] = p.in[j], out[j] = p.out[(p.me + j) % W];
+#pragma unroll
+  for (int j = 0; j < W; j++)
+    if (t < n) x[j] = in[j][t];
+  for (u64 v = t; v < n; v += nt) {
+    uint4 nx[W];
+#pragma unroll
+    for (int j = 0; j < W; j++)
+      if (v + nt < n) nx[j] = in[j][v + nt];
+    uint4 s = x[0];
+#pragma unroll
+    for (int j = 1; j < W; j++) s = add4(s, x[j]);
+#pragma unroll
+    for (int k = 0; k < W; k++) out[k][v] = s;
+#pragma unroll
+    for (int j = 0; j < W; j++) x[j] = nx[j];
+  }
+}
+
+int main(int argc, char **argv) {
+  int world = 0;
+  CK(cudaGetDeviceCount(&world));
+  if (world > MAXG) world = MAXG;
+  if (world != 2 && world != 4 && world != 8) world = world >= 4 ? 4 : 2;
+  if (world < 2) {
+    printf("bidir: needs 2 or more GPUs (found %d)\n", world);
+    return 0;
+  }
+  u64 mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64, B = mib << 20, n = B / 16;
+  uint4 *in[MAXG], *out[MAXG];
+  cudaStream_t st[MAXG];
+  cudaEvent_t e0[MAXG], e1[MAXG];
+  int sms = 0;
+  for (int g = 0; g < world; g++) {
+    CK(cudaSetDevice(g));
+    for (int h = 0; h < world; h++)
+      if (h != g) CK(cudaDeviceEnablePeerAccess(h, 0));
+    CK(cudaMalloc(&in[g], B * world));
+    CK(cudaMalloc(&out[g], B * world));
+    CK(cudaMemset(in[g], g + 1, B * world));
+    CK(cudaStreamCreateWithFlags(&st[g], cudaStreamNonBlocking));
+    CK(cudaEventCreate(&e0[g]));
+    CK(cudaEventCreate(&e1[g]));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g));
+  }
+  printf("# bidir: %d GPUs, %llu MiB a segment, %d blocks of %d threads; GB/s a direction a GPU\n",
+         world, mib, sms, THREADS);
+  const char *names[] = {"pull", "push", "split", "warps", "mixed", "both"};
+  for (int m = 0; m < 6; m++) {
+    float ts[7];
+    for (int rep = -1; rep < 7; rep++) {
+      for (int g = 0; g < world; g++) {
+        CK(cudaSetDevice(g));
+        Ptrs p;
+        p.world = world, p.me = g;
+        for (int h = 0; h < world; h++) {
+          p.in[h] = in[h] + (u64)g * n;
+          p.out[h] = out[h] + (u64)g * n;
+        }
+        CK(cudaEventRecord(e0[g], st[g]));
+        if (m < 4) k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, m);
+        else if (m == 4 && world == 2) k_mixed<2><<<sms, THREADS, 0, st[g]>>>(p, n);
+        else if (m == 4 && world == 4) k_mixed<4><<<sms, THREADS, 0, st[g]>>>(p, n);
+        else if (m == 4) k_mixed<8><<<sms, THREADS, 0, st[g]>>>(p, n); /* (8 GPUs only) */
+        else {
+          k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, 0);
+          k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, 1);
+        }
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e1[g], st[g]));
+      }
+      float worst = 0;
+      for (int g = 0; g < world; g++) {
+        float ms = 0;
+        CK(cudaSetDevice(g));
+        CK(cudaEventSynchronize(e1[g]));
+        CK(cudaEventElapsedTime(&ms, e0[g], e1[g]));
+        if (ms > worst) worst = ms;
+      }
+      if (rep >= 0) ts[rep] = worst;
+    }
+    for (int i = 0; i < 7; i++)
+      for (int j = i + 1; j < 7; j++)
+        if (ts[j] < ts[i]) {
+          float x = ts[i];
+          ts[i] = ts[j], ts[j] = x;
+        }
+    double us = ts[3] * 1e3, gbs = (double)(world - 1) * B / (us * 1e3);
+    printf("%-6s %9.1f us  %7.1f GB/s\n", names[m], us, gbs);
+  }
+  return 0;
+}
