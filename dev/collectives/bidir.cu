@@ -12,21 +12,31 @@
  *   split   half the blocks run pull, the other half push (independent data)
  *   warps   every block: half its warps pull, half push
  *   both    pull, then push, one after the other (the sum of the two)
+ *   pull_u8, push_u8   pull, push with 8 vectors in flight a thread (the others: 4)
+ *   bulk_pull, bulk_push   TMA bulk copies (bulk.cuh), one thread a block, 6 x 32 KiB in flight
+ *   ce_push  the copy engines: one cudaMemcpyAsync a peer, each on its own stream
+ *   ce+spin_sys, ce+spin_vol, ce+spin_gpu   ce_push while one thread on every GPU polls a local
+ *            word (for 0.8 ms) with ld.acquire.sys, volatile loads or ld.acquire.gpu: what a
+ *            waiting kernel (a collective's handshake) costs the copies
  * 512-thread blocks, U = 4 vectors in flight a thread (pull, push); time: events on every GPU
  * around one launch, the slowest GPU, median of 7 after a warm-up; GB/s a direction a GPU =
  * (world - 1) x B / time.
  * Build and run (device tool, 2 or more GPUs):
- *   nvcc -O3 -arch=sm_90a -o /tmp/bidir dev/collectives/bidir.cu && /tmp/bidir [MiB per segment]
+ *   nvcc -O3 -arch=sm_90a -o /tmp/bidir dev/collectives/bidir.cu -lcuda && /tmp/bidir [MiB a segment [vmm]]
+ * vmm: the buffers from the driver's virtual memory calls, as weft's heap has them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h>
+
 #include "../cuda_check.h"
 
 typedef unsigned long long u64;
+#include "bulk.cuh"
+
 #define THREADS 512
-#define U 4
 #define MAXG 8
 
 struct Ptrs {
@@ -37,7 +47,7 @@ struct Ptrs {
 
 /* vectors [lo, hi) of segment `me`: local `in` to every peer's `out` (push), or every peer's
  * `in` to local `out` (pull); t, nt: this thread's index and stride among the role's threads */
-__device__ void copy_role(const Ptrs &p, int pull, u64 n, u64 t, u64 nt) {
+template <int U> __device__ void copy_role(const Ptrs &p, int pull, u64 n, u64 t, u64 nt) {
   for (int k = 1; k < p.world; k++) {
     int q = (p.me + k) % p.world;
     const uint4 *src = pull ? p.in[q] : p.in[p.me];
@@ -54,18 +64,40 @@ __device__ void copy_role(const Ptrs &p, int pull, u64 n, u64 t, u64 nt) {
   }
 }
 
-/* mode 0 pull, 1 push, 2 split by blocks, 3 split by warps */
-__global__ void __launch_bounds__(THREADS) k_roles(Ptrs p, u64 n, int mode) {
+/* mode 0 pull, 1 push, 2 split by blocks, 3 split by warps; U vectors in flight a thread */
+template <int U> __global__ void __launch_bounds__(THREADS) k_roles(Ptrs p, u64 n, int mode) {
   u64 G = gridDim.x, b = blockIdx.x, t = threadIdx.x;
-  if (mode < 2) copy_role(p, mode == 0, n, b * THREADS + t, G * THREADS);
+  if (mode < 2) copy_role<U>(p, mode == 0, n, b * THREADS + t, G * THREADS);
   else if (mode == 2) {
     u64 half = G / 2, pull = b < half;
     u64 nb = pull ? half : G - half, bb = pull ? b : b - half;
-    copy_role(p, (int)pull, n, bb * THREADS + t, nb * THREADS);
+    copy_role<U>(p, (int)pull, n, bb * THREADS + t, nb * THREADS);
   } else {
     int pull = t < THREADS / 2;
     u64 tt = pull ? t : t - THREADS / 2;
-    copy_role(p, pull, n, b * (THREADS / 2) + tt, G * (THREADS / 2));
+    copy_role<U>(p, pull, n, b * (THREADS / 2) + tt, G * (THREADS / 2));
+  }
+}
+
+/* TMA bulk copies, one thread a block: the peers' segments in turn (pull) or this one to every
+ * peer (push) */
+__global__ void k_bulk(Ptrs p, u64 bytes, int pull) {
+  extern __shared__ __align__(128) char buf[];
+  if (threadIdx.x) return;
+  for (int k = 1; k < p.world; k++) {
+    int q = (p.me + k) % p.world;
+    bulk_share((char *)(pull ? p.out[p.me] : p.out[q]), (const char *)(pull ? p.in[q] : p.in[p.me]),
+               bytes, blockIdx.x, gridDim.x, buf);
+  }
+}
+
+/* one thread polls *flag (never set) for 0.8 ms of %globaltimer */
+__global__ void k_spin(const u64 *flag, int how) {
+  u64 t0 = gtimer(), v = 0;
+  while (!v && gtimer() - t0 < 800000) {
+    if (how == 0) asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
+    else if (how == 1) v = *(const volatile u64 *)flag;
+    else asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
   }
 }
 
@@ -98,6 +130,45 @@ template <int W> __global__ void __launch_bounds__(THREADS) k_mixed(Ptrs p, u64 
   }
 }
 
+#define CU(x)                                                                                    \
+  do {                                                                                           \
+    CUresult r_ = (x);                                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #x, (int)r_);                \
+      exit(1);                                                                                   \
+    }                                                                                            \
+  } while (0)
+
+/* `bytes` on GPU g by the driver's virtual memory calls, as weft's symmetric heap has it
+ * (pinned, exportable as a file descriptor, the recommended granularity), readable and
+ * writable by every GPU: whether peer copies into such memory run slower than into
+ * cudaMalloc's. */
+static void *vmm_alloc(int g, int world, u64 bytes) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = g;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t gran = 0;
+  CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  bytes = (bytes + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr p;
+  CU(cuMemCreate(&h, bytes, &prop, 0));
+  CU(cuMemAddressReserve(&p, bytes, gran, 0, 0));
+  CU(cuMemMap(p, bytes, 0, h, 0));
+  for (int d = 0; d < world; d++) {
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = d;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU(cuMemSetAccess(p, bytes, &a, 1));
+  }
+  return (void *)p;
+}
+
 int main(int argc, char **argv) {
   int world = 0;
   CK(cudaGetDeviceCount(&world));
@@ -108,6 +179,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   u64 mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64, B = mib << 20, n = B / 16;
+  int vmm = argc > 2 && !strcmp(argv[2], "vmm");
   uint4 *in[MAXG], *out[MAXG];
   cudaStream_t st[MAXG];
   cudaEvent_t e0[MAXG], e1[MAXG];
@@ -116,18 +188,38 @@ int main(int argc, char **argv) {
     CK(cudaSetDevice(g));
     for (int h = 0; h < world; h++)
       if (h != g) CK(cudaDeviceEnablePeerAccess(h, 0));
-    CK(cudaMalloc(&in[g], B * world));
-    CK(cudaMalloc(&out[g], B * world));
+    if (vmm) {
+      in[g] = (uint4 *)vmm_alloc(g, world, B * world);
+      out[g] = (uint4 *)vmm_alloc(g, world, B * world);
+    } else {
+      CK(cudaMalloc(&in[g], B * world));
+      CK(cudaMalloc(&out[g], B * world));
+    }
     CK(cudaMemset(in[g], g + 1, B * world));
     CK(cudaStreamCreateWithFlags(&st[g], cudaStreamNonBlocking));
     CK(cudaEventCreate(&e0[g]));
     CK(cudaEventCreate(&e1[g]));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g));
   }
-  printf("# bidir: %d GPUs, %llu MiB a segment, %d blocks of %d threads; GB/s a direction a GPU\n",
-         world, mib, sms, THREADS);
-  const char *names[] = {"pull", "push", "split", "warps", "mixed", "both"};
-  for (int m = 0; m < 6; m++) {
+  printf("# bidir: %d GPUs, %llu MiB a segment, %s memory, %d blocks of %d threads; GB/s a "
+         "direction a GPU\n", world, mib, vmm ? "VMM" : "cudaMalloc", sms, THREADS);
+  const char *names[] = {"pull", "push", "split", "warps", "mixed", "both", "pull_u8", "push_u8",
+                         "bulk_pull", "bulk_push", "ce_push", "ce+spin_sys", "ce+spin_vol",
+                         "ce+spin_gpu"};
+  u64 *flag[MAXG];
+  cudaStream_t side[MAXG][MAXG];
+  cudaEvent_t done[MAXG][MAXG];
+  for (int g = 0; g < world; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaFuncSetAttribute(k_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, BULK_NBUF * BULK_CHUNK));
+    for (int k = 0; k < world; k++) {
+      CK(cudaStreamCreateWithFlags(&side[g][k], cudaStreamNonBlocking));
+      CK(cudaEventCreateWithFlags(&done[g][k], cudaEventDisableTiming));
+    }
+    CK(cudaMalloc(&flag[g], 8));
+    CK(cudaMemset(flag[g], 0, 8));
+  }
+  for (int m = 0; m < 14; m++) {
     float ts[7];
     for (int rep = -1; rep < 7; rep++) {
       for (int g = 0; g < world; g++) {
@@ -139,13 +231,24 @@ int main(int argc, char **argv) {
           p.out[h] = out[h] + (u64)g * n;
         }
         CK(cudaEventRecord(e0[g], st[g]));
-        if (m < 4) k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, m);
+        if (m < 4) k_roles<4><<<sms, THREADS, 0, st[g]>>>(p, n, m);
         else if (m == 4 && world == 2) k_mixed<2><<<sms, THREADS, 0, st[g]>>>(p, n);
         else if (m == 4 && world == 4) k_mixed<4><<<sms, THREADS, 0, st[g]>>>(p, n);
         else if (m == 4) k_mixed<8><<<sms, THREADS, 0, st[g]>>>(p, n); /* (8 GPUs only) */
-        else {
-          k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, 0);
-          k_roles<<<sms, THREADS, 0, st[g]>>>(p, n, 1);
+        else if (m == 5) {
+          k_roles<4><<<sms, THREADS, 0, st[g]>>>(p, n, 0);
+          k_roles<4><<<sms, THREADS, 0, st[g]>>>(p, n, 1);
+        } else if (m < 8) k_roles<8><<<sms, THREADS, 0, st[g]>>>(p, n, m - 6);
+        else if (m < 10) k_bulk<<<sms, 32, BULK_NBUF * BULK_CHUNK, st[g]>>>(p, B, m == 8);
+        else { /* the copy engines: one stream a peer, forked from and joined to st[g] */
+          if (m > 10) k_spin<<<1, 1, 0, side[g][0]>>>(flag[g], m - 11);
+          for (int k = 1; k < world; k++) {
+            int q = (g + k) % world;
+            CK(cudaStreamWaitEvent(side[g][k], e0[g], 0));
+            CK(cudaMemcpyAsync(p.out[q], p.in[g], B, cudaMemcpyDeviceToDevice, side[g][k]));
+            CK(cudaEventRecord(done[g][k], side[g][k]));
+            CK(cudaStreamWaitEvent(st[g], done[g][k], 0));
+          }
         }
         CK(cudaGetLastError());
         CK(cudaEventRecord(e1[g], st[g]));
@@ -159,6 +262,10 @@ int main(int argc, char **argv) {
         if (ms > worst) worst = ms;
       }
       if (rep >= 0) ts[rep] = worst;
+    }
+    for (int g = 0; g < world; g++) { /* (the spinning kernels) */
+      CK(cudaSetDevice(g));
+      CK(cudaDeviceSynchronize());
     }
     for (int i = 0; i < 7; i++)
       for (int j = i + 1; j < 7; j++)

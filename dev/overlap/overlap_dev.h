@@ -174,7 +174,7 @@ static double median(double *v, int n) {
 
 /* ---- the drivers' environment: communicator, streams, NCCL, cuBLAS, options ---- */
 
-enum { DEV_MAX_SIDE = 7, DEV_BATCH = 5, DEV_MAX_SHAPES = 16, DEV_MAX_RUNS = 8 };
+enum { DEV_MAX_SIDE = 7, DEV_BATCH = 5, DEV_MAX_SHAPES = 16, DEV_MAX_RUNS = 10 };
 
 typedef struct dev_env {
   weft_comm_t *comm;

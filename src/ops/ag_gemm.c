@@ -41,7 +41,7 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   int me = comm->local_rank, world = comm->local_world;
   size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
   char *slot = ag + (size_t)me * bytes;
-  CUstream side = o->side[0];
+  CUstream side = o->side;
   weft_gemm_config_t cfg;
   weft_ops_gemm_config(comm, p, plan, &cfg);
   weft_gemm_hooks_t h;
@@ -59,7 +59,7 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   if (a != slot) WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)slot, (CUdeviceptr)(uintptr_t)a, bytes, stream));
   WEFT_CU(comm, cuStreamWriteValue64(stream, (CUdeviceptr)(uintptr_t)(o->ag_gemm_sig + me), 1,
                                      CU_STREAM_WRITE_VALUE_DEFAULT));
-  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  WEFT_CHECK(weft_ops_fork(comm, stream));
   for (int s = 1; s < world; s++) {
     int q = weft_swizzle_ag_push_peer(s, me, world, 1);
     WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, slot, q), (CUdeviceptr)(uintptr_t)a, bytes, side));
@@ -67,7 +67,7 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, ag, b, c, stream));
-  WEFT_CHECK(weft_ops_join1(comm, stream));
+  WEFT_CHECK(weft_ops_join(comm, stream));
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->ag_gemm_sig, 0,
                                 (size_t)world * sizeof(uint64_t), stream));
   return WEFT_STATUS_SUCCESS;

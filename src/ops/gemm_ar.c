@@ -135,7 +135,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 (size_t)counters * sizeof(uint64_t), stream));
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_ar_arrivals, 0,
                                 (size_t)l.items * sizeof(uint64_t), stream));
-  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  WEFT_CHECK(weft_ops_fork(comm, stream));
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
 
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
@@ -148,8 +148,8 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   unsigned long long n = (unsigned long long)p->n, units = weft_gemm_notify_units(p, &cfg);
   void *args[] = {(void *)&partial, &staging, &l.slot_bytes, &l.item_bytes, &c, &m, &n, &dt,
                   &o->gemm_ar_ctr, &rows, &units, &o->gemm_ar_arrivals, &l.piece, &scatter};
-  WEFT_CHECK(weft_kernel_launch(o->gemm_ar_reduce, &lc, args, (weft_stream_t)o->side[0]));
-  return weft_ops_join1(comm, stream);
+  WEFT_CHECK(weft_kernel_launch(o->gemm_ar_reduce, &lc, args, (weft_stream_t)o->side));
+  return weft_ops_join(comm, stream);
 }
 
 /* Whether the LL form takes p, and its GEMM configuration: the plan's, as the LL epilogue's

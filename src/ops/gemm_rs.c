@@ -191,12 +191,12 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
   char *staging = ws + part;
-  CUstream side = o->side[0];
+  CUstream side = o->side;
   weft_gemm_hooks_t h;
   gemm_rs_hooks(comm, p, &cfg, o->gemm_rs_ctr, nr, &h);
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-  WEFT_CHECK(weft_ops_fork1(comm, stream));
+  WEFT_CHECK(weft_ops_fork(comm, stream));
   for (int s = 0; s + 1 < world; s++) {
     int q = weft_swizzle_rs_chunk(s, me, world, 1);
     long long r0 = (long long)q * seg_rows, r1 = r0 + seg_rows;
@@ -215,7 +215,7 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
   WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
                             c, 1, stream));
-  WEFT_CHECK(weft_ops_join1(comm, stream));
+  WEFT_CHECK(weft_ops_join(comm, stream));
   return gemm_rs_reset(comm, counters, stream);
 }
 

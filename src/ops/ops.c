@@ -1,4 +1,4 @@
-/* ops.c — the table of ops and the shared machinery (side streams for copy-engine work). */
+/* ops.c — the table of ops and the shared machinery (the side stream for copy-engine work). */
 #include "ops.h"
 
 #include <stdio.h>
@@ -37,10 +37,8 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
                     "WEFT_COMM_SMS must be a number of SMs below the device's %d", o->sms);
   o->comm_sms = (int)comm_sms;
   WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
-  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
-    WEFT_CU(comm, cuStreamCreate(&o->side[i], CU_STREAM_NON_BLOCKING));
-    WEFT_CU(comm, cuEventCreate(&o->join[i], CU_EVENT_DISABLE_TIMING));
-  }
+  WEFT_CU(comm, cuStreamCreate(&o->side, CU_STREAM_NON_BLOCKING));
+  WEFT_CU(comm, cuEventCreate(&o->join, CU_EVENT_DISABLE_TIMING));
   for (size_t i = 0; i < sizeof ops_table / sizeof ops_table[0]; i++) {
     weft_status_t st = ops_table[i].init(comm);
     if (st != WEFT_STATUS_SUCCESS) return st;
@@ -49,15 +47,15 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
   return WEFT_STATUS_SUCCESS;
 }
 
-weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream) {
+weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream) {
   WEFT_CU(comm, cuEventRecord(comm->ops.fork, stream));
-  WEFT_CU(comm, cuStreamWaitEvent(comm->ops.side[0], comm->ops.fork, 0));
+  WEFT_CU(comm, cuStreamWaitEvent(comm->ops.side, comm->ops.fork, 0));
   return WEFT_STATUS_SUCCESS;
 }
 
-weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream) {
-  WEFT_CU(comm, cuEventRecord(comm->ops.join[0], comm->ops.side[0]));
-  WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join[0], 0));
+weft_status_t weft_ops_join(weft_comm_t *comm, CUstream stream) {
+  WEFT_CU(comm, cuEventRecord(comm->ops.join, comm->ops.side));
+  WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join, 0));
   return WEFT_STATUS_SUCCESS;
 }
 
@@ -177,10 +175,8 @@ int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_
 void weft_ops_destroy(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   for (size_t i = sizeof ops_table / sizeof ops_table[0]; i-- > 0;) ops_table[i].destroy(comm);
-  for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
-    if (o->side[i]) weft_cu.cuStreamDestroy(o->side[i]);
-    if (o->join[i]) weft_cu.cuEventDestroy(o->join[i]);
-  }
+  if (o->side) weft_cu.cuStreamDestroy(o->side);
+  if (o->join) weft_cu.cuEventDestroy(o->join);
   if (o->fork) weft_cu.cuEventDestroy(o->fork);
   memset(o, 0, sizeof *o);
 }

@@ -17,7 +17,6 @@ struct weft_gemm_kernel;
 typedef struct weft_gemm_problem weft_gemm_problem_t;
 typedef struct weft_gemm_config weft_gemm_config_t;
 
-#define WEFT_OPS_SIDE_STREAMS 2 /* besides the caller's: the copy engines run 3 copies at once */
 
 typedef struct weft_ops {
   /* allgather */
@@ -61,9 +60,9 @@ typedef struct weft_ops {
   uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
   unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
   size_t a2a_ll_slot;
-  /* fork/join of copy-engine work over side streams */
-  CUstream side[WEFT_OPS_SIDE_STREAMS];
-  CUevent fork, join[WEFT_OPS_SIDE_STREAMS];
+  /* fork/join of copy-engine work over the side stream */
+  CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
+  CUevent fork, join;
   int sms;       /* multiprocessors of the device */
   int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
 } weft_ops_t;
@@ -94,11 +93,10 @@ void weft_gemm_ar_destroy(weft_comm_t *comm);
 weft_status_t weft_alltoall_init(weft_comm_t *comm);
 void weft_alltoall_destroy(weft_comm_t *comm);
 
-/* What the overlapped ops share (ag_gemm.c, gemm_rs.c, gemm_ar.c): side stream 0 starts after
- * everything so far on stream (fork), and stream continues after everything on side stream 0
- * (join). */
-weft_status_t weft_ops_fork1(weft_comm_t *comm, CUstream stream);
-weft_status_t weft_ops_join1(weft_comm_t *comm, CUstream stream);
+/* The side stream starts after everything so far on stream (fork), and stream continues after
+ * everything on the side stream (join). */
+weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream);
+weft_status_t weft_ops_join(weft_comm_t *comm, CUstream stream);
 
 /* An overlapped op's algorithm in the autotuner's plan names: "ce", "sm", "ll" or "seq". */
 const char *weft_ops_algo_name(weft_algo_t algo);

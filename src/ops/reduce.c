@@ -130,9 +130,11 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
 
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
  * sender: enter (everyone's staging free), then the copies of this rank's segments to their
- * owners on the side streams, each followed by its arrival signal (a one-thread kernel), while
- * the caller's stream waits for the arrivals in one block and then reduces; the join keeps the
- * caller's stream behind the copies (they read sendbuf). */
+ * owners one after another on a side stream (rank + 1's first: every GPU then sends to one peer
+ * and receives from one at a time, as the copy-engine AllGather does, allgather.c), each
+ * followed by its arrival signal (a one-thread kernel), while the caller's stream waits for the
+ * arrivals in one block and then reduces; the join keeps the caller's stream behind the copies
+ * (they read sendbuf). */
 static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
                                     size_t elem, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
@@ -143,11 +145,10 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
   for (size_t off = 0; off < recvcount; off += chunk) {
     size_t n = recvcount - off < chunk ? recvcount - off : chunk;
     WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
-    WEFT_CU(comm, cuEventRecord(o->fork, stream));
-    for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) WEFT_CU(comm, cuStreamWaitEvent(o->side[i], o->fork, 0));
+    WEFT_CHECK(weft_ops_fork(comm, stream));
     for (int k = 1; k < world; k++) {
-      int p = (me + k) % world; /* the next rank first, so that ranks do not all hit one GPU */
-      CUstream s = o->side[(k - 1) % WEFT_OPS_SIDE_STREAMS];
+      int p = (me + k) % world;
+      CUstream s = o->side;
       const char *src = send + ((size_t)p * recvcount + off) * elem;
       CUdeviceptr dst = weft_heap_peer(&comm->heap, o->red_stage_buf + (size_t)me * o->red_stage_slot +
                                                         ((uintptr_t)src & 15), p);
@@ -166,10 +167,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
     int dt = (int)dtype;
     void *args[] = {(void *)&own, &o->red_stage_buf, &slot, &out, &cnt, &dt};
     WEFT_CHECK(weft_kernel_launch(o->red_ce_reduce, &cfg, args, stream));
-    for (int i = 0; i < WEFT_OPS_SIDE_STREAMS; i++) {
-      WEFT_CU(comm, cuEventRecord(o->join[i], o->side[i]));
-      WEFT_CU(comm, cuStreamWaitEvent(stream, o->join[i], 0));
-    }
+    WEFT_CHECK(weft_ops_join(comm, stream));
   }
   return WEFT_STATUS_SUCCESS;
 }
