@@ -275,8 +275,8 @@ typedef enum weft_algo {
  * without a full-bandwidth link to every peer). AUTO: LL while each rank pushes at most 1 MiB,
  * (world - 1) * count * element size; above it the ring where the node's GPU pairs differ in
  * CUDA's P2P performance rank (WEFT_TOPOLOGY=ring|mesh overrides; equal on every rank), else
- * SM, or the copy engines for two ranks from 64 MiB per rank. Every rank must pass the same algo
- * and count. */
+ * SM, or the copy engines from 128 MiB gathered (world * count * element size; they copy to one
+ * peer at a time, rank + 1 first). Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                       weft_stream_t stream);

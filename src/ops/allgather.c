@@ -12,9 +12,11 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
-/* Two ranks: from this per-rank size on the copy engines beat SM stores (H200 x2: 360 against
- * 340 GB/s bus bandwidth at 128 MiB per rank, 291 against 311 at 32 MiB). */
-#define AG_CE_MIN_BYTES_2RANKS (64ull << 20)
+/* From this gathered size on the copy engines beat SM stores: two ranks (H200 x2) 360 against
+ * 340 GB/s bus bandwidth at 128 MiB a rank, 291 against 311 at 32 MiB; four ranks (H200 x4,
+ * 2026-11-26, the peers' copies one after another) 332 against 317 at 128 MiB gathered, 294
+ * against 294 at 64 MiB. */
+#define AG_CE_MIN_TOTAL_BYTES (128ull << 20)
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* kernels/allgather.cu's AG_UNITS: the slices of a chunk divide it */
 #define AG_THREADS_LL 512
@@ -99,18 +101,16 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
            bytes * (size_t)comm->world);
   /* LL while each rank pushes at most AG_LL_AUTO_PUSH bytes: on two H100s (2026-11-25) LL took
    * 9.0 / 12.6 / 20.8 us at 512 KiB / 1 MiB / 2 MiB a rank, the SM form 18.1 / 18.3 / 18.7 (its
-   * handshake: 0.66x NCCL's time at 512 KiB a rank, where LL's limit was 256 KiB).
-   * Measured on H200 x4 / x2 (bench/results): above LL, SM stores beat
-   * the copy engines once three or more GPUs push at once (copy-engine pushes from every GPU
-   * to every peer reached only ~210 GB/s bus bandwidth at 4 ranks against ~340 for SMs), while
-   * two GPUs' engines reach ~350. Where the pairs' links differ (comm.h, uniform_links) the
-   * ring above LL's limit: each GPU then uses only the links to its two neighbours. */
+   * handshake: 0.66x NCCL's time at 512 KiB a rank, where LL's limit was 256 KiB). Above LL,
+   * SM stores, then the copy engines from AG_CE_MIN_TOTAL_BYTES gathered. Where the pairs'
+   * links differ (comm.h, uniform_links) the ring above LL's limit: each GPU then uses only the
+   * links to its two neighbours. */
   size_t ll_max = WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world);
   if (algo == WEFT_ALGO_AUTO)
     algo = weft_ops_ll_auto(comm->local_world, bytes, ll_max, AG_LL_AUTO_PUSH) ? WEFT_ALGO_LL
            : !comm->uniform_links                                      ? WEFT_ALGO_RING
-           : comm->local_world == 2 && bytes >= AG_CE_MIN_BYTES_2RANKS ? WEFT_ALGO_COPY_ENGINE
-                                                                      : WEFT_ALGO_SM;
+           : bytes * (size_t)comm->local_world >= AG_CE_MIN_TOTAL_BYTES ? WEFT_ALGO_COPY_ENGINE
+                                                                       : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per rank at %d ranks, not %zu", ll_max,
            comm->local_world, bytes);
