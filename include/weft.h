@@ -101,9 +101,9 @@ typedef struct CUstream_st *weft_stream_t;
 
 typedef struct weft_comm weft_comm_t;
 
-/* heap_size: weft_comm_init takes about 66 MiB of it for the collectives' scratch (the LL areas
+/* heap_size: weft_comm_init takes about 98 MiB of it for the collectives' scratch (the LL areas
  * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
- * staging, WEFT_REDUCE_STAGING_BYTES, default 32 MiB; AllToAll's LL area); the rest is the
+ * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; AllToAll's LL area); the rest is the
  * caller's weft_malloc. */
 typedef struct weft_comm_config {
   size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
@@ -306,9 +306,10 @@ typedef enum weft_red_op {
  * overlap sendbuf.
  * Algorithms: WEFT_ALGO_SM, one kernel that pulls this rank's segment from every rank and
  * reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
- * symmetric staging area (side streams) while a kernel on the caller's stream reduces what
- * arrived (seeds/001 Algorithm 3), in rounds of at most WEFT_REDUCE_STAGING_BYTES / world bytes
- * per rank (environment, default 32 MiB; read at weft_comm_init, equal on every rank);
+ * symmetric staging area (a side stream, one peer at a time) while kernels on the caller's
+ * stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a quarter of the segment, at
+ * most WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default 64 MiB, read at
+ * weft_comm_init, equal on every rank), one round's reduction under the next round's copies;
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
  * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake; WEFT_ALGO_RING, for GPUs
  * without a full-bandwidth link to every peer: each rank adds its part to a partial sum from its

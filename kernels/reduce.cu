@@ -4,11 +4,11 @@
  * fp32 in rank order 0, 1, ..., world - 1 and rounded once, so that every rank computes
  * bit-identical sums. Counts are in elements; every buffer is aligned to its element size.
  *
- * Nothing is reset between calls: every call of either op (every algorithm, every copy-engine
- * round) runs under this rank's WEFT_EPOCH_REDUCE epoch e, one more than the last call's; flags
- * are set to e and waited for with >= e, so calls of different algorithms may follow each other
- * in any order. Every call of every algorithm returns only after every rank has started it,
- * which is what lets the LL areas be reused by epoch parity (see weft_red_ll).
+ * Nothing is reset between calls: every call of either op (every algorithm; a copy-engine
+ * call's rounds share one) runs under this rank's WEFT_EPOCH_REDUCE epoch e, one more than the
+ * last call's; flags are set to e and waited for with >= e, so calls of different algorithms may
+ * follow each other in any order. Every call of every algorithm returns only after every rank
+ * has started it, which is what lets the LL areas be reused by epoch parity (see weft_red_ll).
  *
  *   weft_red_pull       one kernel, three uses. Block 0 sets "ready e" on every rank; every
  *                       block waits for every rank's ready (its send may be read, its recv
@@ -30,17 +30,26 @@
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
- *   weft_red_ce_enter   copy-engine ReduceScatter round (seeds/001 Algorithm 3), before the
- *                       copies: "ready e" to every rank, wait for all (their staging areas are
- *                       free: every rank's previous round has been reduced).
- *   weft_red_ce_signal  after one copy, on the copy's side stream: +1 on the receiver's arrival
- *                       count of this rank (release). Counts, not epochs: the side stream must not
- *                       read the epoch, which the reduction on the caller's stream may already
- *                       have raised. The c-th copy-engine round leaves every count at c.
- *   weft_red_ce_wait    on the caller's stream, concurrently with the copies, one block: waits
- *                       for every peer's count to reach this round's c (WEFT_EPOCH_RS_CE).
- *   weft_red_ce_reduce  then reduces my own segment (from sendbuf) and the peers' (from staging)
- *                       in rank order, and raises c.
+ *   Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds: in round r every rank's copy
+ *   engines put its piece r of every segment into the owner's staging area, parity r & 1
+ *   (src/ops/reduce.c), and every owner reduces its round r while the copies of round r + 1 run.
+ *   weft_red_ce_enter   once a call, before any copy: "ready e" to every rank, wait for all
+ *                       (every rank has finished its earlier calls: no staging is still read,
+ *                       whichever algorithm used it).
+ *   weft_red_ce_step    on the side stream around the copies, one thread: the copy just done
+ *                       (to signal_peer) gets +1 on that receiver's arrival count of this rank
+ *                       (release); round_end counts a round sent (this rank's sync word
+ *                       WEFT_EPOCH_RS_CE_SENT, which only the side stream touches: the epochs
+ *                       may already have been raised by the reductions on the caller's stream);
+ *                       before the next copy (to wait_peer), that owner must have reduced the
+ *                       round that last used the parity it is about to write (round c - 2, c the
+ *                       rounds sent before: its freed count >= c - 1). Counts, not epochs: the
+ *                       c-th copy-engine round leaves every arrival and freed count at c.
+ *   weft_red_ce_wait    on the caller's stream, one block: waits for every peer's arrival count
+ *                       to reach this round's c (WEFT_EPOCH_RS_CE).
+ *   weft_red_ce_reduce  then reduces my own piece (from sendbuf) and the peers' (from staging)
+ *                       in rank order, raises c, and gives every peer +1 on its freed count of
+ *                       this rank; the last round of a call also raises the call's epoch e.
  *   weft_red_ring       ReduceScatter over a ring, for GPUs without a full-bandwidth link to
  *                       every peer: each rank writes only into its right neighbour's staging
  *                       area. Segment j's partial sum starts at rank j + 1 and travels
@@ -169,12 +178,20 @@ extern "C" __global__ void weft_red_ce_enter(void) {
     if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, "reduce_scatter(ready)");
 }
 
-/* One thread, after this rank's copy into `peer`'s staging on the same stream: the copy is
- * complete (stream order); the fence and the release publish it before the count. */
-extern "C" __global__ void weft_red_ce_signal(int peer) {
-  weft_u64_t *count = weft_op_flags(WEFT_FLAGS_RED_ARRIVED) + weft_state.local_rank;
-  weft_fence();
-  weft_red_release((weft_u64_t *)weft_remote_ptr(count, weft_state.node_first_rank + peer), 1);
+/* One thread, on the side stream between copies (see the file comment). A copy before it on the
+ * stream is complete (stream order); the fence and the release publish it before the count. */
+extern "C" __global__ void weft_red_ce_step(int signal_peer, int round_end, int wait_peer) {
+  if (threadIdx.x) return;
+  int me = weft_state.local_rank, first = weft_state.node_first_rank;
+  if (signal_peer >= 0) {
+    weft_u64_t *count = weft_op_flags(WEFT_FLAGS_RED_ARRIVED) + me;
+    weft_fence();
+    weft_red_release((weft_u64_t *)weft_remote_ptr(count, first + signal_peer), 1);
+  }
+  volatile weft_u64_t *sent = weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE_SENT);
+  weft_u64_t c = *sent + (round_end ? 1 : 0);
+  if (round_end) *sent = c;
+  if (wait_peer >= 0 && c >= 2) weft_op_wait(WEFT_FLAGS_RED_FREED, wait_peer, c - 1, "reduce_scatter(ce staging free)");
 }
 
 /* One block, on the caller's stream before the reduction: waits for every peer's count to reach
@@ -187,12 +204,13 @@ extern "C" __global__ void weft_red_ce_wait(void) {
     if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_ARRIVED, p, c, "reduce_scatter(ce arrival)");
 }
 
-/* recv[i] = sum over ranks r in order of (r == me ? own[i] : staging slot r [i]), i < n. The
- * senders put each segment at (own & 15) past its slot's start, so that slots and own share
- * their alignment mod 16 (own's offset is the same on every rank: sendbuf is symmetric). */
+/* recv[i] = sum over ranks r in order of (r == me ? own[i] : staging slot r [i]), i < n; staging:
+ * this round's parity. The senders put each piece at (own & 15) past its slot's start, so that
+ * slots and own share their alignment mod 16 (own's offset is the same on every rank: sendbuf
+ * is symmetric). last: the call's last round. */
 extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char *own, const char *staging,
                                                                    unsigned long long slot_bytes, char *recv,
-                                                                   unsigned long long n, int dtype) {
+                                                                   unsigned long long n, int dtype, int last) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[1];
   int world = weft_state.local_world, me = weft_state.local_rank;
@@ -205,9 +223,12 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char 
   weft_red_sum_range(srcs, world, dsts, 1, n, dtype, blockIdx.x * (weft_u64_t)blockDim.x + t,
                 gridDim.x * (weft_u64_t)blockDim.x);
   __syncthreads();
-  if (t == 0) {
-    weft_epoch_finish(RED_SLOT, e);
-    weft_epoch_finish(WEFT_EPOCH_RS_CE, c);
+  if (t == 0 && weft_epoch_last_block(WEFT_EPOCH_RS_CE)) { /* every block's staging reads done */
+    weft_u64_t *freed = weft_op_flags(WEFT_FLAGS_RED_FREED) + me;
+    for (int p = 0; p < world; p++)
+      if (p != me) weft_red_release((weft_u64_t *)weft_remote_ptr(freed, weft_state.node_first_rank + p), 1);
+    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE) = c;
+    if (last) *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
   }
 }
 

@@ -48,7 +48,9 @@ typedef unsigned int weft_u32;
 #define WEFT_EPOCH_GEMM_AR 7   /* weft_gemm_ar's SM form */
 #define WEFT_EPOCH_RS_RING 8   /* weft_reduce_scatter's ring calls only: the steps sent so far (a
                                   count, not an epoch: it grows by a call's steps) */
-#define WEFT_EPOCH_USER0 9     /* first slot free for ops */
+#define WEFT_EPOCH_RS_CE_SENT 9 /* weft_reduce_scatter's copy-engine rounds this rank has sent (a
+                                   count, kept by its side stream alone) */
+#define WEFT_EPOCH_USER0 10    /* first slot free for ops */
 
 /* Flag slots of the ops. */
 #define WEFT_FLAGS_AG_READY 0
@@ -56,7 +58,7 @@ typedef unsigned int weft_u32;
 #define WEFT_FLAGS_AG_SM_DONE 2 /* SM calls: slices counted, AG_UNITS per call */
 #define WEFT_FLAGS_RED_READY 3  /* reductions: set to the epoch when a call starts */
 #define WEFT_FLAGS_RED_DONE 4   /* reductions that read peers' buffers: set to the epoch at the end */
-#define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a segment landed */
+#define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a piece landed */
 #define WEFT_FLAGS_A2A_READY 6  /* AllToAll(v): set to the epoch once the sender's inbox entry is written */
 #define WEFT_FLAGS_A2A_DONE 7   /* AllToAll(v): pieces counted, WEFT_A2A_UNITS per call and sender */
 #define WEFT_FLAGS_AG_RING 8    /* ring AllGather: word b counts slice b's steps landed here from
@@ -67,6 +69,8 @@ typedef unsigned int weft_u32;
                                    neighbour wrote here */
 #define WEFT_FLAGS_RED_RING_FREE 12 /* ring ReduceScatter: word b counts slice b's steps the right
                                        neighbour has read of what this rank wrote it */
+#define WEFT_FLAGS_RED_FREED 13 /* copy-engine ReduceScatter: +1 per round once the owner has
+                                   reduced it (its staging may be written again) */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */

@@ -6,8 +6,8 @@
  *
  * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
  * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))], and the staging of the copy-engine
- * and ring ReduceScatters, [world][slot] with world * slot = WEFT_REDUCE_STAGING_BYTES (default
- * 32 MiB).
+ * and ring ReduceScatters, [2 parities][world][slot] with 2 * world * slot =
+ * WEFT_REDUCE_STAGING_BYTES (default 64 MiB).
  */
 #include "ops.h"
 
@@ -28,7 +28,10 @@
  * 16 MiB rounds, each waited for, lost to it on nvidia-h200-x2, 2026-11-23: 175-180 GB/s busbw
  * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229). */
 #define RED_LL_AUTO_PUSH (2u << 20)
-#define RED_STAGING_DEFAULT (32ull << 20)
+#define RED_STAGING_DEFAULT (64ull << 20)
+/* Copy-engine ReduceScatter: a segment in at least this many rounds (while a slot allows), so
+ * that the reductions of one round run under the copies of the next. */
+#define RED_CE_MIN_ROUNDS 4
 #define RED_THREADS 512
 /* The LL kernel's blocks (at most one per SM) of RED_LL_THREADS threads, RED_LL_LINES lines a
  * thread */
@@ -42,7 +45,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_signal", &o->red_ce_signal));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ring", &o->red_ring));
@@ -51,13 +54,13 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   uint64_t staging;
   if (!weft_env_u64("WEFT_REDUCE_STAGING_BYTES", RED_STAGING_DEFAULT, true, &staging))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_REDUCE_STAGING_BYTES does not parse");
-  /* Each slot holds one segment chunk placed at its source's offset mod 16 (the +16). */
-  o->red_stage_slot = (size_t)(staging / (uint64_t)comm->local_world) & ~(size_t)15;
+  /* Each slot holds one piece placed at its source's offset mod 16 (the +16). */
+  o->red_stage_slot = (size_t)(staging / (2 * (uint64_t)comm->local_world)) & ~(size_t)15;
   if (o->red_stage_slot < (64u << 10) + 16)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "WEFT_REDUCE_STAGING_BYTES=%llu leaves less than 64 KiB per rank",
+                    "WEFT_REDUCE_STAGING_BYTES=%llu leaves less than 64 KiB per rank and parity",
                     (unsigned long long)staging);
-  return weft_malloc(comm, (size_t)comm->local_world * o->red_stage_slot, (void **)&o->red_stage_buf);
+  return weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_stage_slot, (void **)&o->red_stage_buf);
 }
 
 void weft_reduce_destroy(weft_comm_t *comm) {
@@ -128,48 +131,58 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
   return red_ll(comm, NULL, recv, bytes, 0, dtype, stream);
 }
 
-/* Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds of at most one staging slot per
- * sender: enter (everyone's staging free), then the copies of this rank's segments to their
- * owners one after another on a side stream (rank + 1's first: every GPU then sends to one peer
- * and receives from one at a time, as the copy-engine AllGather does, allgather.c), each
- * followed by its arrival signal (a one-thread kernel), while the caller's stream waits for the
- * arrivals in one block and then reduces; the join keeps the caller's stream behind the copies
- * (they read sendbuf). */
+/* Copy-engine ReduceScatter (seeds/001 Algorithm 3; kernels/reduce.cu has the protocol): enter
+ * (every rank has finished its earlier calls), then, round by round, this rank's pieces of the
+ * peers' segments copied into their owners' staging (parity r & 1) one after another on the
+ * side stream, rank + 1's first (every GPU then sends to one peer and receives from one at a
+ * time, as the copy-engine AllGather does, allgather.c), a one-thread step kernel between
+ * copies (the arrival count of the copy before, the owner's freed count before the next), while
+ * the caller's stream waits for each round's arrivals in one block and reduces it, on at most
+ * all SMs but one (the step kernels must find room beside it). The join keeps the caller's
+ * stream behind the copies (they read sendbuf). */
 static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
                                     size_t elem, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  int me = comm->local_rank, world = comm->local_world;
-  size_t chunk = (o->red_stage_slot - 16) / elem; /* elements per round */
+  int me = comm->local_rank, world = comm->local_world, dt = (int)dtype;
+  /* elements a round: a multiple of 4 KiB (pieces keep the segments' alignment) */
+  size_t align = 4096 / elem, most = (o->red_stage_slot - 16) / elem / align * align;
+  size_t piece = (recvcount + RED_CE_MIN_ROUNDS - 1) / RED_CE_MIN_ROUNDS;
+  piece = (piece + align - 1) / align * align;
+  if (piece > most) piece = most;
+  unsigned long long slot = o->red_stage_slot;
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
-  for (size_t off = 0; off < recvcount; off += chunk) {
-    size_t n = recvcount - off < chunk ? recvcount - off : chunk;
-    WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
-    WEFT_CHECK(weft_ops_fork(comm, stream));
+  WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
+  WEFT_CHECK(weft_ops_fork(comm, stream));
+  int prev = -1; /* the peer of the last copy, not yet signalled */
+  for (size_t r = 0, off = 0; off < recvcount; r++, off += piece) {
+    size_t n = recvcount - off < piece ? recvcount - off : piece;
+    unsigned char *stage = o->red_stage_buf + (r & 1) * (size_t)world * slot;
     for (int k = 1; k < world; k++) {
-      int p = (me + k) % world;
-      CUstream s = o->side;
-      const char *src = send + ((size_t)p * recvcount + off) * elem;
-      CUdeviceptr dst = weft_heap_peer(&comm->heap, o->red_stage_buf + (size_t)me * o->red_stage_slot +
-                                                        ((uintptr_t)src & 15), p);
-      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, s));
-      weft_launch_config_t sig = WEFT_LAUNCH_CONFIG_INIT;
-      void *sargs[] = {&p};
-      WEFT_CHECK(weft_kernel_launch(o->red_ce_signal, &sig, sargs, s));
+      int q = (me + k) % world, round_end = k == 1 && r > 0;
+      void *sargs[] = {&prev, &round_end, &q};
+      WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &one, sargs, o->side));
+      const char *src = send + ((size_t)q * recvcount + off) * elem;
+      CUdeviceptr dst = weft_heap_peer(&comm->heap, stage + (size_t)me * slot + ((uintptr_t)src & 15), q);
+      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
+      prev = q;
     }
     WEFT_CHECK(weft_kernel_launch(o->red_ce_wait, &one, NULL, stream));
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
     cfg.block[0] = RED_THREADS;
     cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
+    if (cfg.grid[0] >= (unsigned)o->sms) cfg.grid[0] = (unsigned)o->sms - 1;
     const char *own = send + ((size_t)me * recvcount + off) * elem;
     char *out = recv + off * elem;
-    unsigned long long slot = o->red_stage_slot, cnt = n;
-    int dt = (int)dtype;
-    void *args[] = {(void *)&own, &o->red_stage_buf, &slot, &out, &cnt, &dt};
+    unsigned long long cnt = n;
+    int last = off + n >= recvcount;
+    void *args[] = {(void *)&own, &stage, &slot, &out, &cnt, &dt, &last};
     WEFT_CHECK(weft_kernel_launch(o->red_ce_reduce, &cfg, args, stream));
-    WEFT_CHECK(weft_ops_join(comm, stream));
   }
-  return WEFT_STATUS_SUCCESS;
+  int end = 1, none = -1;
+  void *sargs[] = {&prev, &end, &none};
+  WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &one, sargs, o->side));
+  return weft_ops_join(comm, stream);
 }
 
 /* Ring ReduceScatter (kernels/reduce.cu, weft_red_ring): WEFT_MAX_LOCAL_RANKS blocks, one per
@@ -179,7 +192,7 @@ static weft_status_t rs_ring(weft_comm_t *comm, const char *send, char *recv, si
                              weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   unsigned slices = WEFT_MAX_LOCAL_RANKS;
-  size_t floats = (size_t)comm->local_world * o->red_stage_slot / 4;
+  size_t floats = 2 * (size_t)comm->local_world * o->red_stage_slot / 4;
   unsigned long long per = floats / (2 * (size_t)slices) / 4 * 4, count = recvcount;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   cfg.grid[0] = slices;
