@@ -36,15 +36,18 @@
  *   weft_red_ce_enter   once a call, before any copy: "ready e" to every rank, wait for all
  *                       (every rank has finished its earlier calls: no staging is still read,
  *                       whichever algorithm used it).
- *   weft_red_ce_step    on the side stream around the copies, one thread: the copy just done
- *                       (to signal_peer) gets +1 on that receiver's arrival count of this rank
- *                       (release); round_end counts a round sent (this rank's sync word
- *                       WEFT_EPOCH_RS_CE_SENT, which only the side stream touches: the epochs
- *                       may already have been raised by the reductions on the caller's stream);
- *                       before the next copy (to wait_peer), that owner must have reduced the
- *                       round that last used the parity it is about to write (round c - 2, c the
- *                       rounds sent before: its freed count >= c - 1). Counts, not epochs: the
- *                       c-th copy-engine round leaves every arrival and freed count at c.
+ *   weft_red_ce_step    on the side stream between rounds, one thread a peer: after a round's
+ *                       copies (sent), +1 on every receiver's arrival count of this rank
+ *                       (release) and a round counted in this rank's sync word
+ *                       WEFT_EPOCH_RS_CE_SENT (only the side stream touches it: the epochs may
+ *                       already have been raised by the reductions on the caller's stream);
+ *                       before the next round's copies (next), every owner must have reduced the
+ *                       round that last used the parity they are about to write (round c - 2, c
+ *                       the rounds sent before: its freed count >= c - 1). A kernel a round, not
+ *                       a copy: the owner waits for the whole round anyway, and every kernel
+ *                       between two copies costs the stream a few microseconds. Counts, not
+ *                       epochs: the c-th copy-engine round leaves every arrival and freed count
+ *                       at c.
  *   weft_red_ce_wait    on the caller's stream, one block: waits for every peer's arrival count
  *                       to reach this round's c (WEFT_EPOCH_RS_CE).
  *   weft_red_ce_reduce  then reduces my own piece (from sendbuf) and the peers' (from staging)
@@ -178,20 +181,22 @@ extern "C" __global__ void weft_red_ce_enter(void) {
     if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, "reduce_scatter(ready)");
 }
 
-/* One thread, on the side stream between copies (see the file comment). A copy before it on the
- * stream is complete (stream order); the fence and the release publish it before the count. */
-extern "C" __global__ void weft_red_ce_step(int signal_peer, int round_end, int wait_peer) {
-  if (threadIdx.x) return;
-  int me = weft_state.local_rank, first = weft_state.node_first_rank;
-  if (signal_peer >= 0) {
+/* One block of at least world threads, on the side stream between rounds (see the file comment).
+ * The copies before it on the stream are complete (stream order); the fence and the releases
+ * publish them before the counts. */
+extern "C" __global__ void weft_red_ce_step(int sent, int next) {
+  int me = weft_state.local_rank, world = weft_state.local_world, p = (int)threadIdx.x;
+  volatile weft_u64_t *rounds = weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE_SENT);
+  weft_u64_t c = *rounds + (sent ? 1 : 0);
+  __syncthreads(); /* every thread read the count before thread 0 raises it */
+  if (p >= world || p == me) return;
+  if (sent) {
     weft_u64_t *count = weft_op_flags(WEFT_FLAGS_RED_ARRIVED) + me;
     weft_fence();
-    weft_red_release((weft_u64_t *)weft_remote_ptr(count, first + signal_peer), 1);
+    weft_red_release((weft_u64_t *)weft_remote_ptr(count, weft_state.node_first_rank + p), 1);
   }
-  volatile weft_u64_t *sent = weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE_SENT);
-  weft_u64_t c = *sent + (round_end ? 1 : 0);
-  if (round_end) *sent = c;
-  if (wait_peer >= 0 && c >= 2) weft_op_wait(WEFT_FLAGS_RED_FREED, wait_peer, c - 1, "reduce_scatter(ce staging free)");
+  if (next && c >= 2) weft_op_wait(WEFT_FLAGS_RED_FREED, p, c - 1, "reduce_scatter(ce staging free)");
+  if (sent && p == (me + 1) % world) *rounds = c;
 }
 
 /* One block, on the caller's stream before the reduction: waits for every peer's count to reach

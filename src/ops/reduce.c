@@ -135,8 +135,8 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
  * (every rank has finished its earlier calls), then, round by round, this rank's pieces of the
  * peers' segments copied into their owners' staging (parity r & 1) one after another on the
  * side stream, rank + 1's first (every GPU then sends to one peer and receives from one at a
- * time, as the copy-engine AllGather does, allgather.c), a one-thread step kernel between
- * copies (the arrival count of the copy before, the owner's freed count before the next), while
+ * time, as the copy-engine AllGather does, allgather.c), a step kernel between rounds (the
+ * arrival counts of the round before, the owners' freed counts before the next), while
  * the caller's stream waits for each round's arrivals in one block and reduces it, on at most
  * all SMs but one (the step kernels must find room beside it). The join keeps the caller's
  * stream behind the copies (they read sendbuf). */
@@ -150,22 +150,22 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
   piece = (piece + align - 1) / align * align;
   if (piece > most) piece = most;
   unsigned long long slot = o->red_stage_slot;
-  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
+  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT, step = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
+  step.block[0] = WEFT_MAX_LOCAL_RANKS; /* a thread a peer */
   WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
   WEFT_CHECK(weft_ops_fork(comm, stream));
-  int prev = -1; /* the peer of the last copy, not yet signalled */
   for (size_t r = 0, off = 0; off < recvcount; r++, off += piece) {
     size_t n = recvcount - off < piece ? recvcount - off : piece;
     unsigned char *stage = o->red_stage_buf + (r & 1) * (size_t)world * slot;
+    int sent = r > 0, next = 1;
+    void *sargs[] = {&sent, &next};
+    WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &step, sargs, o->side));
     for (int k = 1; k < world; k++) {
-      int q = (me + k) % world, round_end = k == 1 && r > 0;
-      void *sargs[] = {&prev, &round_end, &q};
-      WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &one, sargs, o->side));
+      int q = (me + k) % world;
       const char *src = send + ((size_t)q * recvcount + off) * elem;
       CUdeviceptr dst = weft_heap_peer(&comm->heap, stage + (size_t)me * slot + ((uintptr_t)src & 15), q);
       WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
-      prev = q;
     }
     WEFT_CHECK(weft_kernel_launch(o->red_ce_wait, &one, NULL, stream));
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
@@ -179,9 +179,9 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
     void *args[] = {(void *)&own, &stage, &slot, &out, &cnt, &dt, &last};
     WEFT_CHECK(weft_kernel_launch(o->red_ce_reduce, &cfg, args, stream));
   }
-  int end = 1, none = -1;
-  void *sargs[] = {&prev, &end, &none};
-  WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &one, sargs, o->side));
+  int sent = 1, next = 0;
+  void *sargs[] = {&sent, &next};
+  WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &step, sargs, o->side));
   return weft_ops_join(comm, stream);
 }
 
