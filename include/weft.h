@@ -307,9 +307,10 @@ typedef enum weft_red_op {
  * Algorithms: WEFT_ALGO_SM, one kernel that pulls this rank's segment from every rank and
  * reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
  * symmetric staging area (a side stream, one peer at a time) while kernels on the caller's
- * stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a quarter of the segment, at
- * most WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default 64 MiB, read at
- * weft_comm_init, equal on every rank), one round's reduction under the next round's copies;
+ * stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a quarter of the segment but
+ * at least 4 MiB, at most WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default
+ * 64 MiB, read at weft_comm_init, equal on every rank), one round's reduction under the next
+ * round's copies;
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
  * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake; WEFT_ALGO_RING, for GPUs
  * without a full-bandwidth link to every peer: each rank adds its part to a partial sum from its
