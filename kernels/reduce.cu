@@ -21,6 +21,8 @@
  *                         AllReduce SM one-shot: send = sendbuf, n = count, push = 0
  *                         AllReduce two-shot:    send, recv = my 1/world of both, push = 1 (the
  *                                                all-gather is fused into the reduction's stores)
+ *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a quarter of one-shot's
+ *                       bytes at 4 ranks, for one more NVLink hop.
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
@@ -168,6 +170,57 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
     red_ll_put(recv, bytes, l,
                (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32);
   }
+  __syncthreads();
+  if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+
+/* AllReduce two-shot in LL lines: ReduceScatter LL, then AllGather LL of the sums, in one kernel
+ * and without a handshake. Segment p is bytes [p * per, min((p + 1) * per, bytes)) (per a
+ * multiple of 8). In this call's parity of the LL area (as weft_red_ll's), the first
+ * world * seg_slot bytes take the pieces (slot r: rank r's piece of my segment) and the next
+ * world * seg_slot the sums (slot r: rank r's segment summed). The thread of line l of the
+ * segments pushes line l of every segment to its owner, then reduces line l of its own segment
+ * (ranks in order), pushes the sum to every rank, and last unpacks line l of every rank's sums.
+ * It waits only for lines that other ranks' threads of line l push before they wait for
+ * anything, so no cycle (the whole grid resident, as for every LL form). Reuse by parity as for
+ * weft_red_ll: a rank that finished call e + 1 read every rank's sums of e + 1, so every rank had
+ * started e + 1 and finished reading e's lines. */
+extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
+                                        unsigned long long bytes, unsigned long long per, int dtype,
+                                        unsigned char *ll, unsigned long long ll_slot_bytes) {
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  unsigned flag = (unsigned)e;
+  unsigned char *area = ll + (e & 1) * (weft_u64_t)world * ll_slot_bytes;
+  weft_u64_t lines = per / 8, seg_slot = lines * 16;
+  unsigned char *pieces = area, *sums = area + (weft_u64_t)world * seg_slot;
+  weft_u64_t l0 = blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x, step = gridDim.x * (weft_u64_t)blockDim.x;
+#define RED_LL2_SEG(p) ((weft_u64_t)(p) * per < bytes ? (bytes - (weft_u64_t)(p) * per < per ? bytes - (weft_u64_t)(p) * per : per) : 0)
+  for (weft_u64_t l = l0; l < lines; l += step)
+    for (int k = 0; k < world; k++) {
+      int p = me + k < world ? me + k : me + k - world;
+      weft_u64_t v = red_ll_get(send + (weft_u64_t)p * per, RED_LL2_SEG(p), l);
+      weft_ll_store16(weft_remote_ptr(pieces + (weft_u64_t)me * seg_slot + l * 16, first + p),
+                      (unsigned)v, (unsigned)(v >> 32), flag);
+    }
+  for (weft_u64_t l = l0; l < lines; l += step) {
+    float acc[4];
+    for (int p = 0; p < world; p++) {
+      weft_u64_t v = weft_ll_load16(pieces + (weft_u64_t)p * seg_slot + l * 16, flag);
+      weft_red_word_add(acc, (unsigned)v, dtype, p == 0);
+      weft_red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
+    }
+    unsigned lo = weft_red_word_pack(acc, dtype), hi = weft_red_word_pack(acc + 2, dtype);
+    for (int k = 0; k < world; k++) {
+      int p = me + k < world ? me + k : me + k - world;
+      weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p), lo, hi, flag);
+    }
+  }
+  for (weft_u64_t l = l0; l < lines; l += step)
+    for (int p = 0; p < world; p++)
+      red_ll_put(recv + (weft_u64_t)p * per, RED_LL2_SEG(p), l,
+                 weft_ll_load16(sums + (weft_u64_t)p * seg_slot + l * 16, flag));
+#undef RED_LL2_SEG
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }

@@ -33,7 +33,7 @@ typedef struct weft_ops {
   int gemm_ws_counters;
   /* reduce_scatter and allreduce (kernels/reduce.cu) */
   struct weft_module *red;
-  struct weft_kernel *red_pull, *red_ll, *red_ce_enter, *red_ce_step, *red_ce_wait,
+  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_ce_enter, *red_ce_step, *red_ce_wait,
       *red_ce_reduce, *red_ring;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;

@@ -40,6 +40,8 @@
  * thread */
 #define RED_LL_THREADS 512
 #define RED_LL_LINES 1
+/* AllReduce LL: two-shot from this many bytes at 3 ranks or more (a model: h200-x4 measures next) */
+#define RED_LL2_MIN_BYTES (256u << 10)
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
@@ -47,6 +49,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", NULL, 0, &o->red));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
@@ -127,6 +130,22 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
   return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+}
+
+/* weft_red_ll2: AllReduce two-shot in LL lines over bytes (at most
+ * WEFT_ALLREDUCE_LL_MAX_BYTES(world)), segments of per bytes (a multiple of 8), a thread a line. */
+static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
+                             weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  size_t world = (size_t)comm->local_world;
+  unsigned long long per = (bytes + world * 8 - 1) / (world * 8) * 8, nbytes = bytes, slot = o->red_ll_slot;
+  unsigned long long blocks = (per / 8 + RED_LL_THREADS - 1) / RED_LL_THREADS;
+  cfg.block[0] = RED_LL_THREADS;
+  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &nbytes, &per, &dt, &o->red_ll_buf, &slot};
+  return weft_kernel_launch(o->red_ll2, &cfg, args, stream);
 }
 
 weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,
@@ -285,5 +304,12 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     size_t n = count - lo < per ? count - lo : per;
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
-  return red_ll(comm, send, recv, bytes, 0, dtype, s);
+  /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
+   * more NVLink hop) from RED_LL2_MIN_BYTES at 3 ranks or more; WEFT_AR_LL=one|two overrides
+   * (for measurements; equal on every rank). */
+  const char *ll = getenv("WEFT_AR_LL");
+  int two = comm->local_world > 1 && (ll && (!strcmp(ll, "one") || !strcmp(ll, "two"))
+                                          ? !strcmp(ll, "two")
+                                          : comm->local_world > 2 && bytes >= RED_LL2_MIN_BYTES);
+  return two ? red_ll2(comm, send, recv, bytes, dtype, s) : red_ll(comm, send, recv, bytes, 0, dtype, s);
 }
