@@ -328,13 +328,17 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
 /* AllReduce: recvbuf[i] = sum over ranks r of rank r's sendbuf[i], on every rank. sendbuf and
  * recvbuf ([count] elements each) must both come from weft_malloc (symmetric); in place when
  * recvbuf == sendbuf, else they must not overlap.
- * Algorithms: WEFT_ALGO_LL, one-shot in LL lines through an internal symmetric buffer, at most
- * WEFT_ALLREDUCE_LL_MAX_BYTES(world), no handshake; WEFT_ALGO_SM, one-shot: every rank reads every
+ * Algorithms: WEFT_ALGO_LL, in LL lines through an internal symmetric buffer, at most
+ * WEFT_ALLREDUCE_LL_MAX_BYTES(world), no handshake: one-shot, or at 3 ranks or more from 256 KiB
+ * two-shot (each rank's segment summed from LL lines, the sums pushed to every rank in LL lines:
+ * half of one-shot's bytes pushed at 4 ranks, for one more NVLink hop; WEFT_AR_LL=one|two
+ * overrides); WEFT_ALGO_SM, one-shot: every rank reads every
  * rank's sendbuf whole (not in place: peers still read a rank's sendbuf while it writes its
  * recvbuf); WEFT_ALGO_TWO_SHOT, one kernel in which every rank reduces 1/world of the array from
  * all sendbufs and stores the result into every rank's recvbuf (ReduceScatter and AllGather
- * fused). AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * count * element size
- * (on two H100s LL beat two-shot up to 2 MiB and lost at 4), two-shot above; never one-shot,
+ * fused). AUTO: at 2 ranks LL while each rank pushes at most 2 MiB, (world - 1) * count *
+ * element size (on two H100s LL beat two-shot up to 2 MiB and lost at 4); at more ranks LL up to
+ * its limit; two-shot above; never one-shot,
  * whose in-place restriction would let ranks that differ in in-place-ness choose differently.
  * Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,

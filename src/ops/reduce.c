@@ -40,7 +40,8 @@
  * thread */
 #define RED_LL_THREADS 512
 #define RED_LL_LINES 1
-/* AllReduce LL: two-shot from this many bytes at 3 ranks or more (a model: h200-x4 measures next) */
+/* AllReduce LL: two-shot from this many bytes at 3 ranks or more (h200-x4, 2026-11-26, 4 ranks:
+ * one-shot 8.7 / 10.9 / 15.6 us at 128 / 256 / 512 KiB, two-shot 9.3 / 9.8 / 11.8) */
 #define RED_LL2_MIN_BYTES (256u << 10)
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
 
@@ -285,7 +286,11 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
    * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, bytes) ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  /* At 3 ranks or more LL goes two-shot from RED_LL2_MIN_BYTES and beats the SM two-shot up to
+   * its limit (h200-x4, 2026-11-26: 16.7 us at 1 MiB against 21.1; NCCL 19.0). */
+  if (algo == WEFT_ALGO_AUTO)
+    algo = (comm->local_world > 2 ? bytes <= ll_max : red_ll_auto(comm, bytes)) ? WEFT_ALGO_LL
+                                                                                : WEFT_ALGO_TWO_SHOT;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world,
            bytes);
