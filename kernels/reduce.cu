@@ -21,8 +21,9 @@
  *                         AllReduce SM one-shot: send = sendbuf, n = count, push = 0
  *                         AllReduce two-shot:    send, recv = my 1/world of both, push = 1 (the
  *                                                all-gather is fused into the reduction's stores)
- *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a quarter of one-shot's
- *                       bytes at 4 ranks, for one more NVLink hop.
+ *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a rank pushes
+ *                       2 (world - 1) / world of the array, not world - 1 arrays, for one more
+ *                       NVLink hop.
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
@@ -174,6 +175,12 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }
 
+/* The bytes of segment p of an array of `bytes` cut into segments of per bytes. */
+static __device__ __forceinline__ weft_u64_t red_seg_bytes(weft_u64_t bytes, weft_u64_t per, int p) {
+  weft_u64_t lo = (weft_u64_t)p * per;
+  return lo < bytes ? (bytes - lo < per ? bytes - lo : per) : 0;
+}
+
 /* AllReduce two-shot in LL lines: ReduceScatter LL, then AllGather LL of the sums, in one kernel
  * and without a handshake. Segment p is bytes [p * per, min((p + 1) * per, bytes)) (per a
  * multiple of 8). In this call's parity of the LL area (as weft_red_ll's), the first
@@ -195,11 +202,10 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
   weft_u64_t lines = per / 8, seg_slot = lines * 16;
   unsigned char *pieces = area, *sums = area + (weft_u64_t)world * seg_slot;
   weft_u64_t l0 = blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x, step = gridDim.x * (weft_u64_t)blockDim.x;
-#define RED_LL2_SEG(p) ((weft_u64_t)(p) * per < bytes ? (bytes - (weft_u64_t)(p) * per < per ? bytes - (weft_u64_t)(p) * per : per) : 0)
   for (weft_u64_t l = l0; l < lines; l += step)
     for (int k = 0; k < world; k++) {
       int p = me + k < world ? me + k : me + k - world;
-      weft_u64_t v = red_ll_get(send + (weft_u64_t)p * per, RED_LL2_SEG(p), l);
+      weft_u64_t v = red_ll_get(send + (weft_u64_t)p * per, red_seg_bytes(bytes, per, p), l);
       weft_ll_store16(weft_remote_ptr(pieces + (weft_u64_t)me * seg_slot + l * 16, first + p),
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
@@ -218,9 +224,8 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
   }
   for (weft_u64_t l = l0; l < lines; l += step)
     for (int p = 0; p < world; p++)
-      red_ll_put(recv + (weft_u64_t)p * per, RED_LL2_SEG(p), l,
+      red_ll_put(recv + (weft_u64_t)p * per, red_seg_bytes(bytes, per, p), l,
                  weft_ll_load16(sums + (weft_u64_t)p * seg_slot + l * 16, flag));
-#undef RED_LL2_SEG
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }

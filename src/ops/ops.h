@@ -17,7 +17,6 @@ struct weft_gemm_kernel;
 typedef struct weft_gemm_problem weft_gemm_problem_t;
 typedef struct weft_gemm_config weft_gemm_config_t;
 
-
 typedef struct weft_ops {
   /* allgather */
   struct weft_module *ag;

@@ -26,7 +26,8 @@
  * it, AllReduce takes two-shot (one-shot reads (world - 1) whole arrays per rank and cannot run
  * in place, so AUTO leaves it out); ReduceScatter the SM pull (the copy-engine form, staged in
  * 16 MiB rounds, each waited for, lost to it on nvidia-h200-x2, 2026-11-23: 175-180 GB/s busbw
- * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229). */
+ * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229; pipelined, it still
+ * took 875 us at 256 MB on 4 ranks against the pull's 650, h200-x4 2026-11-26). */
 #define RED_LL_AUTO_PUSH (2u << 20)
 #define RED_STAGING_DEFAULT (64ull << 20)
 /* Copy-engine ReduceScatter: a segment in about this many rounds, so that the reductions of one
