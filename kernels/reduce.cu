@@ -138,6 +138,19 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
   for (int k = 0; k < 8 && b + k < n; k++) p[b + k] = (unsigned char)(v >> (8 * k));
 }
 
+/* Line l summed over the world slots of an LL area (slot r: rank r's lines, slot_bytes apart),
+ * ranks in order, each line waited for under flag; 8 bytes of sums. */
+static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slots, weft_u64_t slot_bytes,
+                                                        weft_u64_t l, unsigned flag, int dtype) {
+  float acc[4];
+  for (int p = 0; p < weft_state.local_world; p++) {
+    weft_u64_t v = weft_ll_load16(slots + (weft_u64_t)p * slot_bytes + l * 16, flag);
+    weft_red_word_add(acc, (unsigned)v, dtype, p == 0);
+    weft_red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
+  }
+  return (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32;
+}
+
 /* ll: [2 parities][world][ll_slot_bytes] symmetric; slot r holds rank r's lines. AllReduce
  * (seg_stride 0): every rank gets the whole bytes of send. ReduceScatter: rank p gets the bytes
  * at send + p * seg_stride (its segment). The same thread pushes line l (reading send) and later
@@ -161,16 +174,8 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
       weft_ll_store16(weft_remote_ptr(mine + l * 16, first + p), (unsigned)v, (unsigned)(v >> 32), flag);
     }
   }
-  for (weft_u64_t l = l0; l < lines; l += step) {
-    float acc[4];
-    for (int p = 0; p < world; p++) {
-      weft_u64_t v = weft_ll_load16(area + (weft_u64_t)p * ll_slot_bytes + l * 16, flag);
-      weft_red_word_add(acc, (unsigned)v, dtype, p == 0);
-      weft_red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
-    }
-    red_ll_put(recv, bytes, l,
-               (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32);
-  }
+  for (weft_u64_t l = l0; l < lines; l += step)
+    red_ll_put(recv, bytes, l, red_ll_sum(area, ll_slot_bytes, l, flag, dtype));
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }
@@ -210,16 +215,11 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
   for (weft_u64_t l = l0; l < lines; l += step) {
-    float acc[4];
-    for (int p = 0; p < world; p++) {
-      weft_u64_t v = weft_ll_load16(pieces + (weft_u64_t)p * seg_slot + l * 16, flag);
-      weft_red_word_add(acc, (unsigned)v, dtype, p == 0);
-      weft_red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
-    }
-    unsigned lo = weft_red_word_pack(acc, dtype), hi = weft_red_word_pack(acc + 2, dtype);
+    weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype);
     for (int k = 0; k < world; k++) {
       int p = me + k < world ? me + k : me + k - world;
-      weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p), lo, hi, flag);
+      weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p),
+                      (unsigned)v, (unsigned)(v >> 32), flag);
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
