@@ -10,7 +10,7 @@
 import random
 import sys
 
-from protocol_sim import interleave
+from protocol_sim import interleave, take_slots
 
 
 def ce_rs(world, rounds_per_call, seed, slack=1):
@@ -39,18 +39,8 @@ def ce_rs(world, rounds_per_call, seed, slack=1):
             for p in range(world):
                 while p != x and arrived[x][p] < k:
                     yield
-            acc = piece[(c, r, x, x)]
-            for p in range(world):
-                if p == x:
-                    continue
-                slot = stage[x][r & 1][p]
-                if slot is None or slot[:2] != [c, r]:
-                    errors[0] += 1
-                    continue
-                acc += slot[2]
-                slot[3] = True
-                yield
-            result[(c, r, x)] = acc
+            result[(c, r, x)] = take_slots(piece[(c, r, x, x)], stage[x][r & 1], x, c, r, errors)
+            yield
             for p in range(world):
                 if p != x:
                     freed[p][x] += 1

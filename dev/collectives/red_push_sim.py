@@ -10,7 +10,7 @@
 import random
 import sys
 
-from protocol_sim import interleave
+from protocol_sim import interleave, take_slots
 
 
 def red_push(world, slices, rounds_per_call, allreduce, seed, slack=1):
@@ -55,16 +55,7 @@ def red_push(world, slices, rounds_per_call, allreduce, seed, slack=1):
             for p in range(W):
                 while p != x and arr[x][p][s] < k + 1:
                     yield
-            acc = val[(c, r, x, x, s)]
-            for p in range(W):
-                if p == x:
-                    continue
-                slot = stage[x][k & 1][p][s]
-                if slot is None or slot[:2] != [c, r]:
-                    errors[0] += 1
-                    continue
-                acc += slot[2]
-                slot[3] = True
+            acc = take_slots(val[(c, r, x, x, s)], [stage[x][k & 1][p][s] for p in range(W)], x, c, r, errors)
             yield
             if allreduce:
                 for p in rng.sample(range(W), W):
