@@ -5,7 +5,6 @@
 # of the intended place, every output element is written exactly once, with the exact sum.
 # (The protocol itself, its waits and counts: red_push_sim.py.)
 #   python3 dev/collectives/red_push_emu.py
-# Emulates red_push.cu's index arithmetic sequentially (round by round) on random shapes.
 import random
 
 
