@@ -29,8 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda.h>
-
 #include "../cuda_check.h"
 
 typedef unsigned long long u64;
@@ -129,15 +127,6 @@ template <int W> __global__ void __launch_bounds__(THREADS) k_mixed(Ptrs p, u64 
     for (int j = 0; j < W; j++) x[j] = nx[j];
   }
 }
-
-#define CU(x)                                                                                    \
-  do {                                                                                           \
-    CUresult r_ = (x);                                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                                    \
-      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #x, (int)r_);                \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 /* `bytes` on GPU g by the driver's virtual memory calls, as weft's symmetric heap has it
  * (pinned, exportable as a file descriptor, the recommended granularity), readable and

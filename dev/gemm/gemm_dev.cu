@@ -39,24 +39,9 @@
 #include "weft/gemm_order.h"
 #include "weft/state.h"
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));         \
-      exit(2);                                                                                   \
-    }                                                                                            \
-  } while (0)
-#define CU(x)                                                                                    \
-  do {                                                                                           \
-    CUresult r_ = (x);                                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                                    \
-      const char *s_ = "?";                                                                      \
-      cuGetErrorString(r_, &s_);                                                                 \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_);                             \
-      exit(2);                                                                                   \
-    }                                                                                            \
-  } while (0)
+#define DEV_CHECK_EXIT 2
+#include "../cuda_check.h"
+
 #define CB(x)                                                                                    \
   do {                                                                                           \
     cublasStatus_t s_ = (x);                                                                     \
