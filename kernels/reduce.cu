@@ -239,7 +239,7 @@ extern "C" __global__ void weft_red_ce_enter(void) {
     if (p != weft_state.local_rank) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, "reduce_scatter(ready)");
 }
 
-/* One block of at least world threads, on the side stream between rounds (see the file comment).
+/* One block of world threads, on the side stream between rounds (see the file comment).
  * The copies before it on the stream are complete (stream order); the fence and the releases
  * publish them before the counts. */
 extern "C" __global__ void weft_red_ce_step(int sent, int next) {

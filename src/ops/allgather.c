@@ -32,6 +32,10 @@ weft_status_t weft_allgather_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ll", &o->ag_ll));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_ring", &o->ag_ring));
   /* LL lines carry 8 payload bytes in 16; two areas by epoch parity. */
+  const char *ce = getenv("WEFT_AG_CE");
+  if (ce && strcmp(ce, "pull") && strcmp(ce, "push"))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AG_CE=%s: pull or push", ce);
+  o->ag_ce_push = ce && !strcmp(ce, "push");
   o->ag_ll_slot = weft_ops_ll_bytes(WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world));
   return weft_malloc(comm, 2 * (size_t)comm->local_world * o->ag_ll_slot, (void **)&o->ag_ll_buf);
 }
@@ -49,7 +53,8 @@ static unsigned pow2_floor(unsigned long long v) {
 
 /* Copy-engine AllGather. Push: my chunk into every peer's recv. Pull (when my chunk is in place,
  * so that every peer's is too): every peer's chunk from its recv into mine; then the reading
- * GPU's engines do the work. WEFT_AG_CE=pull|push overrides the choice (for measurements).
+ * GPU's engines do the work. WEFT_AG_CE=pull|push (read at init) overrides the choice (for
+ * measurements).
  * The peers' copies run one after another on the caller's stream, rank + 1 first, then rank + 2,
  * ...: every GPU then sends to one peer and receives from one at a time, which the engines do at
  * full speed; started together on a stream a peer (as here until 2026-11-26) the copies of 4
@@ -65,8 +70,7 @@ static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *r
   WEFT_CHECK(weft_kernel_launch(o->ag_enter, &one, NULL, stream));
   char *mine = recv + (size_t)me * bytes;
   int in_place = send == mine;
-  const char *mode = getenv("WEFT_AG_CE");
-  int pull = in_place && !(mode && !strcmp(mode, "push"));
+  int pull = in_place && !o->ag_ce_push;
   if (!in_place) {
     WEFT_CHECK(weft_ops_fork(comm, stream));
     WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)mine, (CUdeviceptr)(uintptr_t)send, bytes, o->side));

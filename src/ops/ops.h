@@ -23,6 +23,7 @@ typedef struct weft_ops {
   struct weft_kernel *ag_enter, *ag_exit, *ag_sm, *ag_ll, *ag_ring;
   unsigned char *ag_ll_buf; /* [2][local_world][ag_ll_slot] symmetric */
   size_t ag_ll_slot;
+  int ag_ce_push; /* WEFT_AG_CE=push: the copy engines push even in place (measurements) */
   /* gemm: the specialisations loaded so far, and the split-K scratch */
   pthread_mutex_t gemm_lock;
   struct weft_gemm_kernel *gemm_kernels;
@@ -36,6 +37,7 @@ typedef struct weft_ops {
       *red_ce_reduce, *red_ring;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
+  int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */
   /* [2 parities][local_world][red_stage_slot] symmetric: the copy-engine RS's staging, the ring
    * RS's */
   unsigned char *red_stage_buf;

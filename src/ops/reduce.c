@@ -57,6 +57,10 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ring", &o->red_ring));
+  const char *ll = getenv("WEFT_AR_LL");
+  if (ll && strcmp(ll, "one") && strcmp(ll, "two"))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_LL=%s: one or two", ll);
+  o->red_ll_two = ll ? !strcmp(ll, "two") : -1;
   o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
@@ -177,7 +181,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
   unsigned long long slot = o->red_stage_slot;
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT, step = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
-  step.block[0] = WEFT_MAX_LOCAL_RANKS; /* a thread a peer */
+  step.block[0] = (unsigned)world; /* a thread a peer */
   WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
   WEFT_CHECK(weft_ops_fork(comm, stream));
   for (size_t r = 0, off = 0; off < recvcount; r++, off += piece) {
@@ -311,11 +315,10 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
-   * more NVLink hop) from RED_LL2_MIN_BYTES at 3 ranks or more; WEFT_AR_LL=one|two overrides
-   * (for measurements; equal on every rank). */
-  const char *ll = getenv("WEFT_AR_LL");
-  int two = comm->local_world > 1 && (ll && (!strcmp(ll, "one") || !strcmp(ll, "two"))
-                                          ? !strcmp(ll, "two")
-                                          : comm->local_world > 2 && bytes >= RED_LL2_MIN_BYTES);
+   * more NVLink hop) from RED_LL2_MIN_BYTES at 3 ranks or more; WEFT_AR_LL=one|two (read at
+   * init) overrides (for measurements; equal on every rank). */
+  int two = comm->ops.red_ll_two >= 0 ? comm->ops.red_ll_two
+                                      : comm->local_world > 2 && bytes >= RED_LL2_MIN_BYTES;
+  two = two && comm->local_world > 1;
   return two ? red_ll2(comm, send, recv, bytes, dtype, s) : red_ll(comm, send, recv, bytes, 0, dtype, s);
 }
