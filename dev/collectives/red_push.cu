@@ -17,8 +17,11 @@
  *   reducer (slice s): for each round, once every peer's piece has arrived, sums the ranks'
  *     pieces in rank order (its own from send) in fp32, rounds once and stores the sums in recv
  *     (ReduceScatter: this rank's recv; AllReduce: every rank's recv at the segment's place),
- *     then adds 1 to every peer's freed count [this rank][s] (and, AllReduce, its done count).
- *     AllReduce: at the end waits for every owner's done counts of slice s (their sums landed).
+ *     then adds 1 to every peer's freed count [this rank][s] (AllReduce: after the sums landed).
+ *     AllReduce: at the end waits for every owner's freed counts of slice s to reach the call's
+ *     last round (their sums landed here). One count for both: the counts are cumulative over
+ *     every call, ReduceScatter or AllReduce (a separate done count raised by AllReduce calls
+ *     alone fell behind the rounds of both and hung red_push_dev at its first AllReduce).
  * Counts are cumulative over the calls (rounds of the earlier calls: sync word DEV_EPOCH_BASE,
  * raised by the last block); block 0 first sets "ready e" (the reductions' epoch) on every rank
  * and every pusher waits for its owner's: the owner has finished its earlier calls, so no
@@ -31,7 +34,6 @@
 #define DEV_EPOCH_BASE WEFT_EPOCH_USER0 /* rounds of the earlier calls */
 #define DEV_FLAGS_ARRIVED 20            /* [sender * slices + s] at the owner */
 #define DEV_FLAGS_FREED 21              /* [owner * slices + s] at the sender */
-#define DEV_FLAGS_DONE 22               /* [owner * slices + s] at every rank (AllReduce) */
 
 /* The block copies bytes from src to dst, 16-byte vectors 4 in flight a thread where both are
  * aligned, bytes otherwise (a dev program: correct, not fast, at odd offsets). */
@@ -118,20 +120,16 @@ extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, cha
       __syncthreads();
       if (t == 0) {
         weft_fence();
-        for (int p = 0; p < world; p++) {
-          if (p == me) continue;
-          weft_red_release((weft_u64_t *)weft_remote_ptr(weft_op_flags(DEV_FLAGS_FREED) + me * slices + s,
-                                                         first + p), 1);
-          if (allreduce)
-            weft_red_release((weft_u64_t *)weft_remote_ptr(weft_op_flags(DEV_FLAGS_DONE) + me * slices + s,
+        for (int p = 0; p < world; p++)
+          if (p != me)
+            weft_red_release((weft_u64_t *)weft_remote_ptr(weft_op_flags(DEV_FLAGS_FREED) + me * slices + s,
                                                            first + p), 1);
-        }
       }
     }
     if (allreduce)
       for (int q = (int)t; q < world; q += (int)blockDim.x)
         if (q != me)
-          weft_wait_until(weft_op_flags(DEV_FLAGS_DONE) + q * slices + s, WEFT_CMP_GE, b0 + rounds,
+          weft_wait_until(weft_op_flags(DEV_FLAGS_FREED) + q * slices + s, WEFT_CMP_GE, b0 + rounds,
                           "red_push(sums landed)", first + q);
   }
 #undef STAGE

@@ -4,7 +4,8 @@
 # slice) as generators scheduled by protocol_sim.interleave. Checked: no push overwrites a
 # staging slot its owner has not reduced, no reduction reads a slot holding another call's or
 # round's piece, the sums are exact, and (AllReduce) every segment's sums have landed in a rank's
-# recv when its call ends. `--loose` waits for one round fewer before a push: the model must then
+# recv when its call ends. The calls mix the two ops, as red_push_dev's do (the counts are
+# cumulative over both). `--loose` waits for one round fewer before a push: the model must then
 # report overwrites.
 #   python3 dev/collectives/red_push_sim.py [--loose]
 import random
@@ -13,14 +14,14 @@ import sys
 from protocol_sim import interleave, take_slots
 
 
-def red_push(world, slices, rounds_per_call, allreduce, seed, slack=1):
+def red_push(world, slices, rounds_per_call, allreduce_per_call, seed, slack=1):
     rng = random.Random(seed)
     calls = len(rounds_per_call)
     W, S = world, slices
     ready = [[0] * W for _ in range(W)]                          # [x][p]: p's ready epoch, at x
     arr = [[[0] * S for _ in range(W)] for _ in range(W)]       # [x][p][s]: p's pieces landed at x
     freed = [[[0] * S for _ in range(W)] for _ in range(W)]     # [x][q][s]: q reduced x's pieces
-    done = [[[0] * S for _ in range(W)] for _ in range(W)]      # [x][q][s]: q's sums landed at x
+                                                                 # (AllReduce: and its sums landed at x)
     base = [0] * W                                               # rounds of the earlier calls
     stage = [[[[None] * S for _ in range(W)] for _ in range(2)] for _ in range(W)]
     recv = {}                                                    # (x, q, r, s) -> (call, sum)
@@ -49,7 +50,7 @@ def red_push(world, slices, rounds_per_call, allreduce, seed, slack=1):
             yield
 
     def reducer(x, c, s, b0):
-        n = rounds_per_call[c]
+        n, allreduce = rounds_per_call[c], allreduce_per_call[c]
         for r in range(n):
             k = b0 + r
             for p in range(W):
@@ -66,12 +67,10 @@ def red_push(world, slices, rounds_per_call, allreduce, seed, slack=1):
             for p in range(W):
                 if p != x:
                     freed[p][x][s] += 1
-                    if allreduce:
-                        done[p][x][s] += 1
                     yield
         if allreduce:
             for q in range(W):
-                while q != x and done[x][q][s] < b0 + n:
+                while q != x and freed[x][q][s] < b0 + n:
                     yield
         for q in (range(W) if allreduce else (x,)):
             for r in range(n):
@@ -91,11 +90,12 @@ if __name__ == "__main__":
     loose, bad = "--loose" in sys.argv, 0
     for world in (2, 3, 4, 8):
         for slices in (1, 2, 3):
-            for ar in (0, 1):
+            for ar in (0, 1, None):  # None: each call ReduceScatter or AllReduce at random
                 for sd in range(12):
                     rng = random.Random(sd * 1000 + world * 10 + slices)
                     rounds = [rng.randint(1, 5) for _ in range(rng.randint(1, 4))]
-                    bad += red_push(world, slices, rounds, ar, sd * 100 + world, 2 if loose else 1)
+                    modes = [rng.randint(0, 1) if ar is None else ar for _ in rounds]
+                    bad += red_push(world, slices, rounds, modes, sd * 100 + world, 2 if loose else 1)
     print(f"push reduce_scatter / allreduce{' (--loose)' if loose else ''}: {bad} overwritten, stale, "
           f"wrong or missing")
     sys.exit(1 if bad and not loose else 0)
