@@ -49,6 +49,11 @@
  *                        64 x WG_N is written as ceil(WG_N*outsize/128) boxes, EPI_BUFS at a time
  *   WEFT_GEMM_ORDER_TABLE [0] 1: tile order from order_table[] (see params)
  *   WEFT_GEMM_HOOK_WAIT  [0] 1: per-tile wait on wait_signals[] before the tile's first load
+ *   WEFT_GEMM_A_OWN      [0] 1 (with HOOK_WAIT): a CTA's tile whose BM rows lie wholly in
+ *                        [a_own_row0, a_own_row0 + a_own_rows) loads them from tm_a_own (row
+ *                        r of A is its row r - a_own_row0) and waits on no signal: AG+GEMM
+ *                        reads the rank's own rows where the caller has them, so that no copy
+ *                        into the gathered buffer precedes the GEMM
  *   WEFT_GEMM_HOOK_NOTIFY [0] 1: per-tile notify on notify_counters[] after the tile's store
  *                        (with the TMA-store epilogue a storer thread of the producer
  *                        warpgroup issues the stores and releases each counter as soon as its
@@ -152,6 +157,9 @@
  *                                       flag is one more); c (param 3) is this rank's LL area
  *  23  unsigned long long ll_slot       LL: bytes of one rank's slot of the area
  *  24  int ll_rank, 25 int ll_world     LL: this rank and the ranks of the area
+ *  26  const weft_gemm_tmap_t tm_a_own  A_OWN: the own rows' map (as tm_a, dims {K, a_own_rows});
+ *                                       otherwise any valid map (e.g. tm_a)
+ *  27  int a_own_row0, 28 int a_own_rows  A_OWN: the rows of A that tm_a_own holds
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B, OOB fill none (zeros)):
@@ -234,6 +242,12 @@
 #endif
 #ifndef WEFT_GEMM_HOOK_NOTIFY
 #define WEFT_GEMM_HOOK_NOTIFY 0
+#endif
+#ifndef WEFT_GEMM_A_OWN
+#define WEFT_GEMM_A_OWN 0
+#endif
+#if WEFT_GEMM_A_OWN && !WEFT_GEMM_HOOK_WAIT
+#error "WEFT_GEMM_A_OWN needs WEFT_GEMM_HOOK_WAIT"
 #endif
 #ifndef WEFT_GEMM_NOTIFY_SYS
 #define WEFT_GEMM_NOTIFY_SYS 0
@@ -996,7 +1010,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               int wait_rows_per_signal, u64 wait_expected, u64 timeout_ns, u64 *notify_counters,
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
               int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride,
-              int tail_tiles, const u64 *ll_epoch, u64 ll_slot, int ll_rank, int ll_world) {
+              int tail_tiles, const u64 *ll_epoch, u64 ll_slot, int ll_rank, int ll_world,
+              const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
@@ -1056,6 +1071,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   /* the first tail tile's item (TAIL; see weft_gemm_decode) */
   const int first_tail = ctiles_m * tiles_n - (WEFT_GEMM_TAIL ? tail_tiles : 0);
   (void)tail_tiles;
+  /* A_OWN: whether a tile's rows (from m0) come from tm_a_own */
+#define WEFT_GEMM_IS_OWN(m0) \
+  (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
 #if !WEFT_GEMM_LL
   (void)ll_epoch;
   (void)ll_slot;
@@ -1067,6 +1085,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     /* the maps' first use otherwise waits for their fetch from parameter space */
     asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_a) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_b) : "memory");
+#if WEFT_GEMM_A_OWN
+    asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_a_own) : "memory");
+#endif
 #if !WEFT_GEMM_SPLITK
     asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_c) : "memory");
 #endif
@@ -1131,7 +1152,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               first_tail, cta_rank);
-        if (w.m0 < M) {
+        if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
             if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
@@ -1169,6 +1190,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         (void)wait_expected;
         (void)timeout_ns;
 #endif
+        /* A_OWN: the tile's rows from the caller's own rows */
+        const weft_gemm_tmap_t *map_a = WEFT_GEMM_IS_OWN(w.m0) ? &tm_a_own : &tm_a;
+        const int row_a = WEFT_GEMM_IS_OWN(w.m0) ? w.m0 - a_own_row0 : w.m0;
         for (int kb = w.kb0; kb < w.kb1; kb++) {
           const u32 full = bar_full + 8 * stage;
           weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);
@@ -1178,13 +1202,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
            * (its results are not stored) but still multicasts its half of B to its peer */
           if (w.m0 < M) {
             weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
-            weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, &tm_a, k0, w.m0, full);
+            weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
           } else {
             weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
           }
 #else
           weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
-          weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, &tm_a, k0, w.m0, full);
+          weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
 #endif
           const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_B_KMAJOR
@@ -1705,6 +1729,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
   (void)error;
 #endif
+#undef WEFT_GEMM_IS_OWN
 }
 
 /* Zeroes n u32 counters (split-K counters before their first use). */

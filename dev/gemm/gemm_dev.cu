@@ -600,9 +600,11 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   const unsigned long long *ll_epoch = NULL; /* the LL epilogue: weft-bench gemm_ar -a ll */
   unsigned long long ll_slot = 0;
   int ll_rank = 0, ll_world = 1;
+  int own_row0 = 0, own_rows = 0; /* WEFT_GEMM_A_OWN: weft-bench ag_gemm */
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
                   &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
-                  &peer_stride, &tail, &ll_epoch, &ll_slot, &ll_rank, &ll_world};
+                  &peer_stride, &tail, &ll_epoch, &ll_slot, &ll_rank, &ll_world, &ta, &own_row0,
+                  &own_rows};
   CUlaunchConfig lc;
   memset(&lc, 0, sizeof lc);
   CUlaunchAttribute at[1];

@@ -29,7 +29,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, notify, notify_sys, scatter, ll;
+  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -350,6 +350,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (tail_split(c)) GEMM_DEFINE("TAIL", 1);
   if (h && h->order_table) GEMM_DEFINE("ORDER_TABLE", 1);
   if (h && h->wait_signals) GEMM_DEFINE("HOOK_WAIT", 1);
+  if (h && h->wait_signals && h->a_own) GEMM_DEFINE("A_OWN", 1);
   if (h && h->notify_counters) {
     GEMM_DEFINE("HOOK_NOTIFY", 1);
     if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
@@ -371,6 +372,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
+    k->a_own = k->wait && h->a_own != NULL;
     k->notify = h->notify_counters != NULL;
     k->notify_sys = k->notify && h->notify_sys;
     k->scatter = k->notify && h->scatter_stride != 0;
@@ -598,9 +600,19 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
                     tiles_m, tiles_n, o->gemm_ws_floats);
 
-  CUtensorMap ta, tb, tc;
+  CUtensorMap ta, tb, tc, town;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
                     (uint32_t)a_rows(cfg), 0, 0));
+  int own = h && h->wait_signals && h->a_own, own_row0 = own ? h->a_own_row0 : 0,
+      own_rows = own ? h->a_own_rows : 0;
+  if (own && (own_row0 < 0 || own_rows < 1 || own_rows > p->m - own_row0))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "gemm: own rows [%d, +%d) outside A's %d",
+                    own_row0, own_rows, p->m);
+  if (own)
+    WEFT_CHECK(encode(comm, &town, h->a_own, p->in, (uint64_t)p->k, (uint64_t)own_rows, p->lda,
+                      GEMM_BK, (uint32_t)a_rows(cfg), 0, 0));
+  else
+    town = ta; /* unused */
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
                       (uint32_t)(cfg->bn / cfg->cluster), 0, 0));
@@ -648,7 +660,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int rank = comm->local_rank, world = comm->local_world;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride,
-                  &tail, &ll_epoch, &ll_slot, &rank, &world};
+                  &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

@@ -45,6 +45,11 @@ typedef struct weft_gemm_hooks {
   const uint64_t *wait_signals; /* before a tile's first load: signal[row / wait_rows] >= */
   int wait_rows;                /* wait_expected for every row of A the tile reads */
   uint64_t wait_expected;
+  /* with wait_signals: A's rows [a_own_row0, a_own_row0 + a_own_rows) are also at a_own (the same
+   * row stride): a tile wholly inside them reads them there and waits on no signal
+   * (kernels/gemm.cu, WEFT_GEMM_A_OWN) */
+  const void *a_own;
+  int a_own_row0, a_own_rows;
   uint64_t *notify_counters; /* after a 64-row sub-tile's store: +1 on counter[row / */
   int notify_rows;           /* notify_rows] (release; .sys when notify_sys) */
   int notify_sys;

@@ -243,6 +243,7 @@ int main(void) {
       {.notify_counters = &ctr, .notify_sys = 1, .scatter_stride = 1ll << 36}, /* GEMM+RS fused */
       {.notify_counters = &ctr},
       {.wait_signals = &sig, .order_table = &table},
+      {.wait_signals = &sig, .a_own = &sig}, /* AG+GEMM's own rows from the caller's A */
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
   /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,

@@ -296,8 +296,9 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
 
 /* The three ops captured in one graph, replayed three times. */
 static void graph(void) {
-  enum { N = 6 };
+  enum { N = 7 };
   tcase_t t[N] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
+                  make(OP_AG, 512, 264, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_SM),
                   make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
@@ -441,6 +442,15 @@ int main(void) {
     /* AUTO's overlapped form on a larger problem, segments of whole 64-row sub-tiles (RS/AR) */
     one(make(op, op == OP_AG ? 1100 : world * 1024, 1000, 512, 1, WEFT_DTYPE_BF16,
              WEFT_DTYPE_BF16, WEFT_ALGO_AUTO));
+    /* AG: m a multiple of the tile's rows, where the GEMM reads the own rows from a (A_OWN) and
+     * copies them into the gathered A after the pushes; in place, where it reads the slot */
+    if (op == OP_AG) {
+      one(make(op, 512, 1000, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
+      one(make(op, 256, 520, 256, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
+      tcase_t t = make(op, 384, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE);
+      t.in_place = 1;
+      one(t);
+    }
     /* the fused scatter with segments of whole sub-tiles, and m = 320: segments of 160, 80 or
      * 40 rows at 2, 4 or 8 ranks, so that 64-row sub-tiles straddle two or three segments */
     if (op == OP_RS) {
@@ -466,7 +476,7 @@ int main(void) {
     autotune();
     graph();
     for (int op = 0; op < 3; op++)
-      stress(make(op, op == OP_AG ? 600 : world * 600, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16,
+      stress(make(op, op == OP_AG ? 640 : world * 600, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16,
                   WEFT_ALGO_COPY_ENGINE),
              overlapped_forms);
     stress(make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), ll_forms);
