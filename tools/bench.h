@@ -65,6 +65,29 @@ typedef struct bench {
     }                                                                                     \
   } while (0)
 
+#ifdef CUBLAS_V2_H_
+/* The baseline's cuBLAS handle on the bench's stream, with the workspace that cuBLAS's
+ * documentation recommends for Hopper and that PyTorch gives it there: 32 MiB (cublasSetWorkspace;
+ * WEFT_BENCH_CUBLAS_WORKSPACE_MIB overrides it, 0 leaves cuBLAS's default). Without it cuBLAS
+ * ran 8192x7168x8192 (bf16, [K,N] B) 6% slower than torch.matmul on the same H200s
+ * (2026-11-26), a weaker baseline than the one users have. *ws: the workspace (0 if none), for
+ * cuMemFree after cublasDestroy. */
+static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdeviceptr *ws) {
+  const char *e = getenv("WEFT_BENCH_CUBLAS_WORKSPACE_MIB");
+  size_t mib = e ? (size_t)strtoul(e, NULL, 10) : 32;
+  CUBLAS_CHECK(cublasCreate(h));
+  CUBLAS_CHECK(cublasSetStream(*h, (cudaStream_t)b->stream));
+  *ws = 0;
+  if (mib) {
+    BENCH_CU(cuMemAlloc(ws, mib << 20));
+    CUBLAS_CHECK(cublasSetWorkspace(*h, (void *)(uintptr_t)*ws, mib << 20));
+    if (b->rank == 0) printf("# cuBLAS workspace %zu MiB\n", mib);
+  } else if (b->rank == 0) {
+    printf("# cuBLAS workspace: cuBLAS's own\n");
+  }
+}
+#endif
+
 /* Parses the common options from argv (after the suite name); unknown options are an error. */
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max);
 /* Initialises the communicator and stream and prints the header on rank 0. */

@@ -158,8 +158,8 @@ int main_gemm(int argc, char **argv) {
   gemm_ctx_t x;
   memset(&x, 0, sizeof x);
   x.b = &b;
-  CUBLAS_CHECK(cublasCreate(&x.blas));
-  CUBLAS_CHECK(cublasSetStream(x.blas, (cudaStream_t)b.stream));
+  CUdeviceptr blas_ws;
+  bench_cublas_create(&b, &x.blas, &blas_ws);
   weft_module_t *mod;
   weft_kernel_t *k_fill, *k_diff;
   BENCH_CHECK(weft_module_load(b.comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
@@ -275,6 +275,7 @@ int main_gemm(int argc, char **argv) {
   BENCH_CU(cuMemFree(acc));
   BENCH_CHECK(weft_module_unload(mod));
   cublasDestroy(x.blas);
+  if (blas_ws) BENCH_CU(cuMemFree(blas_ws));
   bench_finish(&b);
   return 0;
 }

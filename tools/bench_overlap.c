@@ -155,8 +155,8 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   }
   if (tune) BENCH_CHECK(weft_comm_set_autotune(b.comm, 1));
   x.nc = bench_nccl_init(&b);
-  CUBLAS_CHECK(cublasCreate(&x.blas));
-  CUBLAS_CHECK(cublasSetStream(x.blas, (cudaStream_t)b.stream));
+  CUdeviceptr blas_ws;
+  bench_cublas_create(&b, &x.blas, &blas_ws);
   weft_module_t *mod;
   weft_kernel_t *k_fill, *k_diff;
   BENCH_CHECK(weft_module_load(b.comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
@@ -272,6 +272,7 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   BENCH_CU(cuMemFree(acc));
   BENCH_CHECK(weft_module_unload(mod));
   cublasDestroy(x.blas);
+  if (blas_ws) BENCH_CU(cuMemFree(blas_ws));
   ncclCommDestroy(x.nc);
   bench_finish(&b);
   return 0;
