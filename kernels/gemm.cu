@@ -363,8 +363,8 @@
 #if WEFT_GEMM_CLUSTER_M == 2 && WEFT_GEMM_BM == 64 && WEFT_GEMM_BN / 2 > 128
 #error "2x1 clusters with BM=64 take BN up to 256"
 #endif
-#if !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_BN % (64 * WEFT_GEMM_CLUSTER_M))
-#error "N-major B needs BN a multiple of 64 per cluster CTA"
+#if !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_BN % 64)
+#error "N-major B needs BN a multiple of 64"
 #endif
 #if !WEFT_GEMM_SPLITK && (WEFT_GEMM_EPI_BOXES % WEFT_GEMM_EPI_BUFS)
 #error "WEFT_GEMM_EPI_BUFS must divide the number of output boxes per warpgroup"
@@ -1220,13 +1220,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           weft_gemm_tma_load(b_dst, &tm_b, k0, w.n0, full);
 #endif
 #else
-          /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns */
+          /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns; in 2x1 clusters
+           * each CTA loads every other box and multicasts it to both (an odd count, BN = 192,
+           * gives CTA 0 one more: each CTA's barrier still receives the whole tile) */
 #pragma unroll
-          for (int j = 0; j < WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M; j++) {
-            /* (the CTA's half along M; with CLUSTER_K its rank is its split) */
-            const int jj = (WEFT_GEMM_CLUSTER_M > 1 ? (int)cta_rank : 0) * (WEFT_GEMM_BN / 64 / WEFT_GEMM_CLUSTER_M) + j;
+          for (int jj = 0; jj < WEFT_GEMM_BN / 64; jj++) {
 #if WEFT_GEMM_CLUSTER_M > 1
-            weft_gemm_tma_load_mc(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
+            if (jj % WEFT_GEMM_CLUSTER_M == (int)cta_rank)
+              weft_gemm_tma_load_mc(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
 #else
             weft_gemm_tma_load(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full);
 #endif

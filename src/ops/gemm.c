@@ -265,7 +265,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * cost (gemm_widths: narrower tiles reload A more often), the cost of narrow tiles raised
      * where A's and B's rows are no multiple of 128 bytes (k or lda no multiple of 64), and the
      * split tail (weft_gemm_tail) counted where it is cheaper: the last wave's share of the
-     * k-blocks plus GEMM_TAIL_CHOICE_COST. [k, n] B needs widths of 128 per cluster. Fitted to
+     * k-blocks plus GEMM_TAIL_CHOICE_COST. [k, n] B takes widths of whole 64-column boxes. Fitted to
      * an H100 sweep of every width on DESIGN.md's 21 large shapes (two runs, same call,
      * dev/gemm/NOTES.md "Ninth session"): this choice was the fastest width or within 1.5% of it
      * on each, the 256/192/128 choice before it up to 8.7% from it. There the narrow widths lost
@@ -279,7 +279,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     int best_i = 0;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
-      if (!p->b_kmajor && w->bn % 128) continue;
+      if (!p->b_kmajor && w->bn % 64) continue;
       double cost = w->cost * (unaligned ? 1 + 0.3 * (256.0 / w->bn - 1) : 1);
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
       double t = (double)((units + clusters - 1) / clusters * nkb) * w->bn * cost;
@@ -302,7 +302,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
 }
 
 int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c) {
-  if (c->splitk || c->bm != 128 || c->bn == bn || (!p->b_kmajor && bn % 128)) return 0;
+  if (c->splitk || c->bm != 128 || c->bn == bn || (!p->b_kmajor && bn % 64)) return 0;
   for (int i = 0; i < GEMM_WIDTHS; i++)
     if (gemm_widths[i].bn == bn) {
       c->bn = bn, c->stages = gemm_widths[i].stages, c->epi_bufs = gemm_widths[i].epi;

@@ -260,6 +260,13 @@ int main(void) {
       }
       for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&pw, &cw, &hooks[i]);
     }
+  /* [k, n] B 192 wide (three B boxes between a cluster's two CTAs) with AG+GEMM's wait */
+  weft_gemm_problem_t pk = p;
+  pk.b_kmajor = 0, pk.ldb = pk.n;
+  weft_gemm_config_t ck = c;
+  if (!weft_gemm_config_width(&pk, 192, &ck)) fail("weft_gemm_config_width refused 192 columns of [k, n] B");
+  add(&pk, &ck, NULL);
+  add(&pk, &ck, &hooks[5]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   weft_gemm_config_choose(&pd, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
