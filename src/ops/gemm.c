@@ -155,12 +155,16 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
  * wave model (weft_gemm_config_choose): 1 + 0.04 (256 / width - 1), 1.05 for 128 (fitted, with
  * the model, to an H100 sweep; dev/gemm/NOTES.md). Widths between the multiples of 64 fit a tile
  * row to n (8192x1376: 8 tiles of 176 columns cover 1408, 6 of 256 1536); their last staging box
- * overlaps the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). */
+ * overlaps the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). [k, n] B takes the multiples
+ * of 64 (cost_kn; 0: not), where 192 columns cost no more than 256 (H200, same run, the 21
+ * large shapes of DESIGN.md with [k, n] B on 256, 192 and 128: 192 ahead by 1.2-3.3% on six,
+ * 8192x7392x8192 -2.7%, within 2.5% behind on the others; bench/results/2026-11-26-gemm-kn-h200x4.md). */
 static const struct gemm_width {
   int bn, stages, epi;
-  double cost;
-} gemm_widths[] = {{256, 4, 2, 1.0},   {240, 4, 2, 1.003}, {224, 4, 2, 1.006}, {208, 4, 2, 1.009},
-                   {192, 4, 3, 1.013}, {176, 4, 3, 1.018}, {128, 6, 2, 1.05}};
+  double cost, cost_kn;
+} gemm_widths[] = {{256, 4, 2, 1.0, 1.0}, {240, 4, 2, 1.003, 0}, {224, 4, 2, 1.006, 0},
+                   {208, 4, 2, 1.009, 0}, {192, 4, 3, 1.013, 1.0}, {176, 4, 3, 1.018, 0},
+                   {128, 6, 2, 1.05, 1.05}};
 #define GEMM_WIDTHS (int)(sizeof gemm_widths / sizeof gemm_widths[0])
 
 /* What every configuration must satisfy: EPI_BUFS divides the warpgroup's output boxes
@@ -279,8 +283,9 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     int best_i = 0;
     for (int i = 0; i < GEMM_WIDTHS; i++) {
       const struct gemm_width *w = &gemm_widths[i];
-      if (!p->b_kmajor && w->bn % 64) continue;
-      double cost = w->cost * (unaligned ? 1 + 0.3 * (256.0 / w->bn - 1) : 1);
+      if (!p->b_kmajor && !w->cost_kn) continue;
+      double cost = (p->b_kmajor ? w->cost : w->cost_kn) *
+                    (unaligned ? 1 + 0.3 * (256.0 / w->bn - 1) : 1);
       long long units = ctiles_m * ((p->n + w->bn - 1) / w->bn);
       double t = (double)((units + clusters - 1) / clusters * nkb) * w->bn * cost;
       int tiles, splits;
@@ -302,9 +307,9 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
 }
 
 int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c) {
-  if (c->splitk || c->bm != 128 || c->bn == bn || (!p->b_kmajor && bn % 64)) return 0;
+  if (c->splitk || c->bm != 128 || c->bn == bn) return 0;
   for (int i = 0; i < GEMM_WIDTHS; i++)
-    if (gemm_widths[i].bn == bn) {
+    if (gemm_widths[i].bn == bn && (p->b_kmajor || gemm_widths[i].cost_kn)) {
       c->bn = bn, c->stages = gemm_widths[i].stages, c->epi_bufs = gemm_widths[i].epi;
       config_fit(p, c);
       return 1;
