@@ -246,9 +246,6 @@
 #ifndef WEFT_GEMM_A_OWN
 #define WEFT_GEMM_A_OWN 0
 #endif
-#ifndef WEFT_GEMM_WAIT_COUNT /* experiment: the waiter's hand-off as a count in shared memory */
-#define WEFT_GEMM_WAIT_COUNT 0
-#endif
 #if WEFT_GEMM_A_OWN && !WEFT_GEMM_HOOK_WAIT
 #error "WEFT_GEMM_A_OWN needs WEFT_GEMM_HOOK_WAIT"
 #endif
@@ -1117,9 +1114,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     weft_gemm_st_shared_u32(tail_skip, 0);
     weft_gemm_st_shared_u32(tail_skip + 4, 0);
 #endif
-#if WEFT_GEMM_HOOK_WAIT && WEFT_GEMM_WAIT_COUNT
-    weft_gemm_st_shared_u32(wait_bar, 0); /* tiles whose signals the waiter saw */
-#elif WEFT_GEMM_HOOK_WAIT
+#if WEFT_GEMM_HOOK_WAIT
     weft_gemm_mbar_init(wait_bar, 1);     /* ready: the waiter saw the tile's signals */
     weft_gemm_mbar_init(wait_bar + 8, 1); /* taken: the producer passed that tile */
 #endif
@@ -1167,13 +1162,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
           }
         }
-#if WEFT_GEMM_WAIT_COUNT
-        asm volatile("st.release.cta.shared::cta.u32 [%0], %1;" ::"r"(wait_bar), "r"(seq + 1) : "memory");
-#else
         /* one tile ahead at most: the producer has taken the previous one */
         if (seq > 0) weft_gemm_mbar_wait(wait_bar + 8, (seq - 1) & 1);
         weft_gemm_mbar_arrive(wait_bar); /* .release.cta */
-#endif
       }
     }
 #endif
@@ -1188,13 +1179,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                                               first_tail, cta_rank);
 #if WEFT_GEMM_HOOK_WAIT
         /* the waiter (thread 96) has read this tile's signals; then tell it to go on to the next */
-#if WEFT_GEMM_WAIT_COUNT
-        for (u32 seen = 0; seen <= wait_seq;)
-          asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(seen) : "r"(wait_bar) : "memory");
-#else
         weft_gemm_mbar_wait(wait_bar, wait_seq & 1); /* .acquire.cta */
         weft_gemm_mbar_arrive(wait_bar + 8);
-#endif
         wait_seq++;
         /* the data behind the signal is read by TMA (async proxy) */
         if (w.m0 < M) asm volatile("fence.proxy.async.global;" ::: "memory");
