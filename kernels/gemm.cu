@@ -246,9 +246,6 @@
 #ifndef WEFT_GEMM_A_OWN
 #define WEFT_GEMM_A_OWN 0
 #endif
-#ifndef WEFT_GEMM_WAIT_SEEN /* experiment: a signal once seen is not read again */
-#define WEFT_GEMM_WAIT_SEEN 0
-#endif
 #if WEFT_GEMM_A_OWN && !WEFT_GEMM_HOOK_WAIT
 #error "WEFT_GEMM_A_OWN needs WEFT_GEMM_HOOK_WAIT"
 #endif
@@ -1152,19 +1149,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
      * then its proxy fence and loads. */
     if (tid == 96) {
       u32 seq = 0;
-#if WEFT_GEMM_WAIT_SEEN
-      u64 seen = 0; /* signals 0..63 already seen at the expected value (they only grow) */
-#endif
       for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               first_tail, cta_rank);
         if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
-#if WEFT_GEMM_WAIT_SEEN
-            if (s < 64 && (seen >> s & 1)) continue;
-            if (s < 64) seen |= 1ull << s;
-#endif
             if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
               to_tile = w.tile;
               to_index = s;

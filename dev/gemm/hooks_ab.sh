@@ -3,7 +3,8 @@
 # wait + notify +1.2-2.4% on 8192x1376x4096, the limit 2%): gemm_dev on the short shapes' tile
 # configurations, plain / wait / wait+V / wait+notify / wait+notify+V, RUNS runs of 40 samples,
 # the first traced. V is VARIANT, gemm_dev --cfg items (X_NAME=v: -DWEFT_GEMM_NAME=v).
-# Tried: X_WAIT_COUNT=1 (the hand-off as a shared-memory count, stop 24: no change).
+# Tried at stop 24, no change (both reverted): X_WAIT_COUNT=1 (the hand-off as a shared-memory
+# count), X_WAIT_SEEN=1 (a signal seen set is not read again). dev/gemm/NOTES.md.
 # Device tool, one GPU:   VARIANT=X_WAIT_SEEN=1 [RUNS=3] bash dev/gemm/hooks_ab.sh
 source "$(dirname "$0")/gemm_dev_env.sh"
 v=${VARIANT:?VARIANT=X_NAME=v}
