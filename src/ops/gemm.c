@@ -156,9 +156,10 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
  * the model, to an H100 sweep; dev/gemm/NOTES.md). Widths between the multiples of 64 fit a tile
  * row to n (8192x1376: 8 tiles of 176 columns cover 1408, 6 of 256 1536); their last staging box
  * overlaps the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). [k, n] B takes the multiples
- * of 64 (cost_kn; 0: not), where 192 columns cost no more than 256 (H200, same run, the 21
- * large shapes of DESIGN.md with [k, n] B on 256, 192 and 128: 192 ahead by 1.2-3.3% on six,
- * 8192x7392x8192 -2.7%, within 2.5% behind on the others; bench/results/2026-11-26-gemm-kn-h200x4.md). */
+ * of 64 (cost_kn; 0: not), where 192 columns cost no more than 256 (H200, two runs of the 21
+ * large shapes of DESIGN.md with [k, n] B on 256, 192 and 128, each width in the same run: 192
+ * ahead by 1-4% on seven, 8192x7392x8192 -2.7% / -1.3%, at most 2.5% behind on the others;
+ * bench/results/2026-11-26-gemm-kn-h200x4.md). */
 static const struct gemm_width {
   int bn, stages, epi;
   double cost, cost_kn;
@@ -263,19 +264,19 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * 128x3584x4096 +3.6%, 64x4096x1376 (one tile row) +3.0%). */
     c->stages = ks > 1 ? 8 : c->bm == 64 && p->m > 64 && nkb <= 28 ? 10 : WEFT_GEMM_MAX_STAGES;
   } else {
-    /* Large m: 128-row tiles in 2x1 clusters, the width that wave quantisation and the tile
-     * row's fit to n make fastest. A persistent grid runs ceil(cluster tiles / clusters) waves,
-     * each as long as the tile is wide, so the estimate is waves x k-blocks x width x a per-width
-     * cost (gemm_widths: narrower tiles reload A more often), the cost of narrow tiles raised
-     * where A's and B's rows are no multiple of 128 bytes (k or lda no multiple of 64), and the
-     * split tail (weft_gemm_tail) counted where it is cheaper: the last wave's share of the
-     * k-blocks plus GEMM_TAIL_CHOICE_COST. [k, n] B takes widths of whole 64-column boxes. Fitted to
-     * an H100 sweep of every width on DESIGN.md's 21 large shapes (two runs, same call,
-     * dev/gemm/NOTES.md "Ninth session"): this choice was the fastest width or within 1.5% of it
-     * on each, the 256/192/128 choice before it up to 8.7% from it. There the narrow widths lost
-     * 4-23% more with unaligned rows (8192x8192x3696: 176 columns +23%, 208 +13%; 8192x8192x3584:
-     * 176 +1.4%), and a tail's estimate against another width's whole tiles was optimistic by
-     * about 7 k-blocks of a 256-column tile. */
+    /* Large m: 128-row tiles in 2x1 clusters, the width that wave quantisation and the tile row's
+     * fit to n make fastest. A persistent grid runs ceil(cluster tiles / clusters) waves, each as
+     * long as the tile is wide, so the estimate is waves x k-blocks x width x a per-width cost
+     * (gemm_widths: narrower tiles reload A more often), the cost of narrow tiles raised where A's
+     * and B's rows are no multiple of 128 bytes (k or lda no multiple of 64), and the split tail
+     * (weft_gemm_tail) counted where it is cheaper: the last wave's share of the k-blocks plus
+     * GEMM_TAIL_CHOICE_COST. [k, n] B takes the widths of whole 64-column boxes (gemm_widths'
+     * cost_kn). Fitted to an H100 sweep of every width on DESIGN.md's 21 large shapes (two runs,
+     * same call, dev/gemm/NOTES.md "Ninth session"): this choice was the fastest width or within
+     * 1.5% of it on each, the 256/192/128 choice before it up to 8.7% from it. There the narrow
+     * widths lost 4-23% more with unaligned rows (8192x8192x3696: 176 columns +23%, 208 +13%;
+     * 8192x8192x3584: 176 +1.4%), and a tail's estimate against another width's whole tiles was
+     * optimistic by about 7 k-blocks of a 256-column tile. */
     long long ctiles_m = ((p->m + 127) / 128 + 1) / 2, clusters = sms / 2 > 0 ? sms / 2 : 1;
     long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     /* (with [k, n] B no such loss showed: at k = 7392 and 3696, 192 columns ran 2.6-4.1% ahead

@@ -85,7 +85,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
 
 /* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (one of the large-m
  * widths: 128, 176, 192, 208, 224, 240, 256) instead: 1 when c changed, 0 when c takes no such
- * width (split-K or 64-row tiles, [k, n] B with a width that is no multiple of 64, or already
+ * width (split-K or 64-row tiles, [k, n] B with a width other than 128, 192 or 256, or already
  * that wide). For the autotuner's plans. */
 int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *c);
 

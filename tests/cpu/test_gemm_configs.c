@@ -264,7 +264,8 @@ int main(void) {
   weft_gemm_problem_t pk = p;
   pk.b_kmajor = 0, pk.ldb = pk.n;
   weft_gemm_config_t ck = c;
-  if (!weft_gemm_config_width(&pk, 192, &ck)) fail("weft_gemm_config_width refused 192 columns of [k, n] B");
+  if (!weft_gemm_config_width(&pk, 192, &ck))
+    fail("weft_gemm_config_width refused 192 columns of [k, n] B");
   add(&pk, &ck, NULL);
   add(&pk, &ck, &hooks[5]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */

@@ -524,7 +524,8 @@ int main(int argc, char **argv) {
     /* [k, n] B 192 wide: in a 2x1 cluster CTA 0 loads two of a stage's three B boxes, CTA 1 one */
     for (int w = 0; w < 2; w++) {
       hp = problem(1000 + (int)(test_rand(&rng) % 600), 8 * (120 + (int)(test_rand(&rng) % 200)),
-                   8 * (320 + (int)(test_rand(&rng) % 200)), 8 * w, 0, 4 * w, w ? H : B, outs[w + 1], 0);
+                   8 * (320 + (int)(test_rand(&rng) % 200)), 8 * w, 0, 4 * w, w ? H : B,
+                   outs[w + 1], 0);
       tail_split(&hp, 64, 192);
       hooks_identical(&hp, 0, 192);
     }

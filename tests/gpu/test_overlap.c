@@ -447,7 +447,8 @@ int main(void) {
     if (op == OP_AG) {
       one(make(op, 512, 1000, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, 256, 520, 256, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
-      tcase_t t = make(op, 384, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE);
+      tcase_t t =
+          make(op, 384, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE);
       t.in_place = 1;
       one(t);
     }
