@@ -63,7 +63,7 @@ int main(void) {
           if (plans[a].bn) {
             if (cfg.splitk || cfg.bm != 128) FAIL("%s: width %d on a split-K / 64-row configuration", what, plans[a].bn);
             if (plans[a].bn == cfg.bn) FAIL("%s: the heuristic's own width %d again", what, cfg.bn);
-            if (!kmaj && plans[a].bn % 128) FAIL("%s: width %d with [k, n] B", what, plans[a].bn);
+            if (!kmaj && plans[a].bn % 64) FAIL("%s: width %d with [k, n] B", what, plans[a].bn);
           }
           if (plans[a].comm_sms && (!consumer || plans[a].algo != WEFT_ALGO_SM))
             FAIL("%s: consumer SMs on %s", what, names[a]);
