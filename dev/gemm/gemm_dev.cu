@@ -1300,6 +1300,9 @@ int main(int argc, char **argv) {
   CK(cudaDriverGetVersion(&drv));
   CK(cudaRuntimeGetVersion(&rt));
   CB(cublasCreate(&g_blas));
+  void *blas_ws; /* the workspace weft-bench gives cuBLAS (tools/bench.h); freed at exit */
+  CK(cudaMalloc(&blas_ws, 32u << 20));
+  CB(cublasSetWorkspace(g_blas, blas_ws, 32u << 20));
   int cbv;
   CB(cublasGetVersion(g_blas, &cbv));
   printf("device %s, %d SMs, driver %d, runtime %d, cuBLAS %d\n", prop.name, g_sms, drv, rt, cbv);

@@ -183,6 +183,7 @@ typedef struct dev_env {
   CUevent fork, join[DEV_MAX_SIDE];
   ncclComm_t nc;
   cublasHandle_t blas;
+  CUdeviceptr blas_ws; /* its 32 MiB workspace */
   int shapes[DEV_MAX_SHAPES][3], nshapes, samples, warmup;
 } dev_env_t;
 
@@ -225,10 +226,14 @@ static void dev_env_init(dev_env_t *e, int argc, char **argv, const char *name,
   free(ids);
   CB(cublasCreate(&e->blas));
   CB(cublasSetStream(e->blas, (cudaStream_t)e->s0));
+  /* the workspace weft-bench gives cuBLAS (tools/bench.h) */
+  CU(cuMemAlloc(&e->blas_ws, 32u << 20));
+  CB(cublasSetWorkspace(e->blas, (void *)(uintptr_t)e->blas_ws, 32u << 20));
 }
 
 static void dev_env_fini(dev_env_t *e) {
   cublasDestroy(e->blas);
+  CU(cuMemFree(e->blas_ws));
   ncclCommDestroy(e->nc);
   W(weft_comm_destroy(e->comm));
 }
