@@ -56,9 +56,10 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   h.wait_rows = m;
   h.wait_expected = 1;
   /* The GEMM reads the own rows from a where no tile straddles them (a tile of them would
-   * otherwise wait on the own slot's copy, queued behind the pushes). Before, their copy into
-   * the slot preceded the GEMM: 32 MiB at 8192x29568x8192 on 4 ranks. */
-  int own = a != slot && m % cfg.bm == 0;
+   * otherwise wait on the own slot's copy, queued behind the pushes) and a takes a tensor map
+   * (16-byte aligned: a copy takes any a, a map would fail only once the pushes are queued).
+   * Before, their copy into the slot preceded the GEMM: 32 MiB at 8192x29568x8192 on 4 ranks. */
+  int own = a != slot && m % cfg.bm == 0 && (uintptr_t)a % 16 == 0;
   if (own) h.a_own = a, h.a_own_row0 = me * m, h.a_own_rows = m;
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before anything it waits for is queued */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
