@@ -18,6 +18,12 @@
  *   ce+spin_sys, ce+spin_vol, ce+spin_gpu   ce_push while one thread on every GPU polls a local
  *            word (for 0.8 ms) with ld.acquire.sys, volatile loads or ld.acquire.gpu: what a
  *            waiting kernel (a collective's handshake) costs the copies
+ *   ce_rot   the copy engines one peer at a time, rank + 1 first, on one stream (weft's
+ *            copy-engine AllGather since 2026-11-26)
+ *   ce25+push, ce50+push   the first 25% / 50% of the segment by ce_rot on a side stream while
+ *            push (every SM) sends the rest: whether engines and SMs together move more than
+ *            either alone (AllGather 64 MB at 4 ranks: SM 167 us, engines 171, NCCL 190; the
+ *            1.15x target needs 165)
  * 512-thread blocks, U = 4 vectors in flight a thread (pull, push); time: events on every GPU
  * around one launch, the slowest GPU, median of 7 after a warm-up; GB/s a direction a GPU =
  * (world - 1) x B / time.
@@ -194,7 +200,7 @@ int main(int argc, char **argv) {
          "direction a GPU\n", world, mib, vmm ? "VMM" : "cudaMalloc", sms, THREADS);
   const char *names[] = {"pull", "push", "split", "warps", "mixed", "both", "pull_u8", "push_u8",
                          "bulk_pull", "bulk_push", "ce_push", "ce+spin_sys", "ce+spin_vol",
-                         "ce+spin_gpu"};
+                         "ce+spin_gpu", "ce_rot", "ce25+push", "ce50+push"};
   u64 *flag[MAXG];
   cudaStream_t side[MAXG][MAXG];
   cudaEvent_t done[MAXG][MAXG];
@@ -208,7 +214,7 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&flag[g], 8));
     CK(cudaMemset(flag[g], 0, 8));
   }
-  for (int m = 0; m < 14; m++) {
+  for (int m = 0; m < 17; m++) {
     float ts[7];
     for (int rep = -1; rep < 7; rep++) {
       for (int g = 0; g < world; g++) {
@@ -229,7 +235,22 @@ int main(int argc, char **argv) {
           k_roles<4><<<sms, THREADS, 0, st[g]>>>(p, n, 1);
         } else if (m < 8) k_roles<8><<<sms, THREADS, 0, st[g]>>>(p, n, m - 6);
         else if (m < 10) k_bulk<<<sms, 32, BULK_NBUF * BULK_CHUNK, st[g]>>>(p, B, m == 8);
-        else { /* the copy engines: one stream a peer, forked from and joined to st[g] */
+        else if (m >= 14) { /* the engines one peer at a time on a side stream (the first nce
+                             * vectors), every SM pushing the rest meanwhile */
+          u64 nce = m == 14 ? n : m == 15 ? n / 4 : n / 2;
+          CK(cudaStreamWaitEvent(side[g][0], e0[g], 0));
+          for (int k = 1; k < world; k++) {
+            int q = (g + k) % world;
+            CK(cudaMemcpyAsync(p.out[q], p.in[g], nce * 16, cudaMemcpyDeviceToDevice, side[g][0]));
+          }
+          CK(cudaEventRecord(done[g][0], side[g][0]));
+          if (nce < n) {
+            Ptrs r = p;
+            for (int h = 0; h < world; h++) r.in[h] += nce, r.out[h] += nce;
+            k_roles<4><<<sms, THREADS, 0, st[g]>>>(r, n - nce, 1);
+          }
+          CK(cudaStreamWaitEvent(st[g], done[g][0], 0));
+        } else { /* the copy engines: one stream a peer, forked from and joined to st[g] */
           if (m > 10) k_spin<<<1, 1, 0, side[g][0]>>>(flag[g], m - 11);
           for (int k = 1; k < world; k++) {
             int q = (g + k) % world;
