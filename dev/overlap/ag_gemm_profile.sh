@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Where weft_ag_gemm's time goes on one shape (issue 5: 8192x29568x8192 at 4 ranks ran 1.485 ms
 # against torch async-TP's 1.450 and cuBLAS alone's 1.451, 2026-11-26): weft's GEMM alone on the
-# rank's shape beside cuBLAS (one GPU), the op beside cuBLAS+NCCL, then one nsys trace of the op
-# (every kernel, copy and memory operation of every rank: trace_cuda_gpu_trace.csv) when nsys is
-# there. Device tool, N GPUs:   [SHAPE=M,N,K] [NP=4] bash dev/overlap/ag_gemm_profile.sh
+# rank's shape beside cuBLAS (one GPU), then the op beside cuBLAS+NCCL. (The device image has no
+# nsys.) Device tool, N GPUs:   [SHAPE=M,N,K] [NP=4] bash dev/overlap/ag_gemm_profile.sh
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
@@ -18,13 +17,3 @@ echo "== weft GEMM alone, the rank's shape ${m}x$((n / np))x$k"
 timeout 120 build/tools/weft-bench gemm -s "$m,$((n / np)),$k" -n 30 2>&1 | tail -3
 echo "== ag_gemm $shape, $np ranks"
 timeout 150 build/tools/weftrun -n "$np" build/tools/weft-bench ag_gemm -s "$shape" -n 20 2>&1 | tail -4
-if command -v nsys > /dev/null; then
-  timeout 200 nsys profile -t cuda -f true -o "$out/trace" \
-    build/tools/weftrun -n "$np" build/tools/weft-bench ag_gemm -s "$shape" -n 3 -w 1 > "$out/nsys.log" 2>&1
-  echo "nsys rc=$?"
-  nsys stats -q -r cuda_gpu_trace -f csv -o "$out/trace" "$out/trace.nsys-rep" >> "$out/nsys.log" 2>&1
-  rm -f "$out/trace.nsys-rep" "$out"/trace.sqlite
-else
-  echo "no nsys"
-fi
-(cd "$out" && tar czf logs.tgz --exclude logs.tgz . && find . -mindepth 1 ! -name logs.tgz -delete)
