@@ -183,8 +183,8 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
  * best at about 45-130 CTAs: for m <= 16 BM=64 BN=64 (BN=128 with [k, n] B) with splits up to the
  * SMs (with the 16-stage ring of A_ROWS tiles, 2 splits of 64 columns beat 3 of 128 on 4 of the 6
  * decode shapes measured, 2026-11-23); above, the
- * largest tile that still gives enough tiles (three quarters of the SMs for m <= 64, half for
- * m <= 128; 128x64 for m > 64 where those fill less than 2/5 of the SMs), then splits up to
+ * largest tile that still gives enough tiles (2/5 of the SMs for m <= 64, half for m <= 128;
+ * 128x64 for m > 64 where those fill at most half the SMs), then splits up to
  * about two thirds of the SMs, 2 once the tiles fill 2/5 of the SMs and while twice them fit;
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B,
@@ -201,7 +201,11 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     const int(*cand)[2] = p->m <= 16 ? tiny : p->m <= 64 ? small : mid;
     int ncand = p->m <= 16 ? 1 : p->m <= 64 ? 2 : 3;
     if (p->m <= 16 && !p->b_kmajor) cand = small; /* [k, n] B: no 32-column warpgroup tiles */
-    int enough = p->m <= 64 ? 3 * sms / 4 : sms / 2, target = p->m <= 16 ? sms : 2 * sms / 3;
+    /* (m <= 64: 64x128 tiles from 2/5 of the SMs, then split in 2, read B at the rate of twice
+     * as many 64x64 tiles: H200, graphs, cold, same run, 2026-11-26: 64x8192x3696 21.5 -> 19.8
+     * us, 64x7168x8192 34.4 -> 32.8, 64x7392x8192 and 64x8192x7392 -5%; three quarters of the
+     * SMs before) */
+    int enough = p->m <= 64 ? 2 * sms / 5 : sms / 2, target = p->m <= 16 ? sms : 2 * sms / 3;
     if (!p->b_kmajor && ncand > 1) ncand--; /* drop BM=64 BN=64 */
     long long tiles = 1;
     for (int i = 0; i < ncand; i++) {
@@ -212,14 +216,14 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
     /* 64 < m <= 128 with few tile columns: one 128-row tile per column, split in a cluster,
      * rather than two 64-row tiles, each reading its B tile again (H100, graphs, cold:
      * 128x1792x4096 10.6 us against 14.2 for 56 unsplit 64x64 tiles, 128x2752x4096 12.2 against
-     * 14.2; 96x1792x4096 -20%; from 2/5 of the SMs in 128-row tiles the 64x64 ones stay ahead:
-     * +1-2% at n = 3584, 4096). With [k, n] B up to one such tile per two SMs (H100, graphs,
-     * cold, same runs, 2026-11-25: 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits
-     * 11.7-24.6 us against 12.8-26.8 for 64x128 in 2, -8 to -10%, and -8 to -10% at m = 80-112;
-     * at n = 8192 64x128 unsplit stays ahead) */
+     * 14.2; 96x1792x4096 -20%), up to one such tile per two SMs. There the H100 had 112 64x64
+     * tiles 1-2% ahead at n = 3584, 4096, but the H200's faster HBM turns it round (graphs,
+     * cold, same run, 2026-11-26: 128x3584x4096 14.2 -> 11.6 us, 128x3584x8192 26.0 -> 20.5,
+     * 128x3696x8192 30 -> 21.7, 128x4096x3584 12.9 -> 11.5). With [k, n] B (H100, 2026-11-25:
+     * 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits 11.7-24.6 us against 12.8-26.8
+     * for 64x128 in 2, and -8 to -10% at m = 80-112). At n = 8192 64x128 unsplit stays ahead. */
     long long col64 = (p->n + 63) / 64;
-    if (p->m > 64 && (col64 * 5 < 2LL * sms || (!p->b_kmajor && col64 * 2 <= sms)))
-      c->bm = 128, c->bn = 64;
+    if (p->m > 64 && col64 * 2 <= sms) c->bm = 128, c->bn = 64;
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
      * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
