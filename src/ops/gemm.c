@@ -221,14 +221,16 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * cold, same run, 2026-11-26: 128x3584x4096 14.2 -> 11.6 us, 128x3584x8192 26.0 -> 20.5,
      * 128x3696x8192 30 -> 21.7, 128x4096x3584 12.9 -> 11.5). With [k, n] B (H100, 2026-11-25:
      * 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits 11.7-24.6 us against 12.8-26.8
-     * for 64x128 in 2, and -8 to -10% at m = 80-112). At n = 8192 64x128 unsplit stays ahead. */
-    long long col64 = (p->n + 63) / 64;
-    if (p->m > 64 && col64 * 2 <= sms) c->bm = 128, c->bn = 64;
+     * for 64x128 in 2, and -8 to -10% at m = 80-112). At n = 8192 64x128 unsplit stays ahead,
+     * and so do 64x64 tiles (with 10 stages, below) over at most 28 k-blocks from 2/5 of the SMs
+     * (H100, same run: 128x4096x1376 7.9 against 8.3 us, 128x4096x1792 8.9 against 9.3). */
+    long long col64 = (p->n + 63) / 64, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
+    if (p->m > 64 && (col64 * 5 < 2LL * sms || (col64 * 2 <= sms && (nkb > 28 || !p->b_kmajor))))
+      c->bm = 128, c->bn = 64;
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
      * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
     tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
-    long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     /* splits up to the target; from 2/5 of the SMs in tiles 2 splits while they fit at once
      * (H100, graphs, cold: 64 tiles as fast in 2 clustered splits as whole at k = 2752-4096,
      * 5-11% faster at k = 1376-1792, 64x4096x1376 7.5 us against 8.4); at least 16 k-blocks a
