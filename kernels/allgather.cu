@@ -6,11 +6,12 @@
  *
  *   weft_ag_enter / weft_ag_exit  around copy-engine pushes (one block each): "ready for epoch
  *                                 e" to every rank, wait for all; then "done" likewise.
- *   weft_ag_sm                    SM push in one kernel: grid = world * slices blocks (slices a
- *                                 power of two <= AG_UNITS); block b
- *                                 sends slice b / world of this rank's chunk to rank b % world
- *                                 once that rank is ready, then counts it in the receiver's done
- *                                 flag; then waits for rank b % world's slices to it.
+ *   weft_ag_sm                    SM push in one kernel: (world - 1) x slices blocks for the
+ *                                 peers, then local_slices for this rank's own copy (an HBM
+ *                                 copy, many times faster than a link); a block sends its slice
+ *                                 of this rank's chunk to its rank once that rank is ready, then
+ *                                 counts it in the receiver's done flag; then waits for that
+ *                                 rank's slices to it.
  *   weft_ag_ring                  ring, for GPUs without a full-bandwidth link to every peer:
  *                                 world - 1 steps; at step s each rank forwards chunk
  *                                 (rank - s) mod world to its right neighbour (step 0 from
@@ -25,9 +26,9 @@
 
 #define AG_SLOT WEFT_EPOCH_ALLGATHER
 /* Every SM call adds exactly AG_UNITS to each receiver's done flag for each sender, however
- * many slices it used (slices divide AG_UNITS), so the flag is c * AG_UNITS after the c-th SM
- * call even when calls of different sizes use different grids. */
-#define AG_UNITS 32
+ * many slices it used (at most AG_UNITS, each adding its share, at least 1), so the flag is
+ * c * AG_UNITS after the c-th SM call even when calls of different sizes use different grids. */
+#define AG_UNITS 128
 
 extern "C" __global__ void weft_ag_enter(void) {
   weft_u64_t e = weft_epoch_begin(AG_SLOT);
@@ -46,9 +47,15 @@ extern "C" __global__ void weft_ag_exit(void) {
   if (threadIdx.x == 0) weft_epoch_finish(AG_SLOT, e);
 }
 
-extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned long long bytes) {
+extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned long long bytes,
+                                      int local_slices) {
   int world = weft_state.local_world, me = weft_state.local_rank;
-  int peer = blockIdx.x % world, slices = gridDim.x / world, slice = blockIdx.x / world;
+  int remote = gridDim.x - local_slices, peer = me, slices = local_slices,
+      slice = blockIdx.x - remote;
+  if ((int)blockIdx.x < remote) { /* peers rank + 1, rank + 2, ... in turn, so each link has as many */
+    peer = (me + 1 + blockIdx.x % (world - 1)) % world;
+    slices = remote / (world - 1), slice = blockIdx.x / (world - 1);
+  }
   weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_SM);
   if (blockIdx.x == 0 && threadIdx.x == 0) weft_op_signal_all(WEFT_FLAGS_AG_READY, e);
   if (threadIdx.x == 0) weft_op_wait(WEFT_FLAGS_AG_READY, peer, e, "allgather(ready)");
@@ -67,7 +74,7 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
     weft_fence(); /* the block's stores (seen through the barrier) before the count */
     weft_u64_t *done = weft_op_flags(WEFT_FLAGS_AG_SM_DONE) + me;
     weft_red_release((weft_u64_t *)weft_remote_ptr(done, weft_state.node_first_rank + peer),
-                     AG_UNITS / slices);
+                     AG_UNITS * (slice + 1) / slices - AG_UNITS * slice / slices);
     weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * AG_UNITS, "allgather(sm)");
     weft_epoch_finish(AG_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_AG_SM, c);
