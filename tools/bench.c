@@ -180,9 +180,18 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     BENCH_CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
     BENCH_CU(cuGraphDestroy(g));
   }
-  for (int i = -b->opt.warmup; i < n; i++)
+  int *order = malloc((size_t)nruns * sizeof *order);
+  unsigned long long rng = 0x2545F4914F6CDD1Dull;
+  for (int i = -b->opt.warmup; i < n; i++) {
+    /* a fresh random order every sample (Fisher-Yates on a fixed-seed xorshift) */
+    for (int j = 0; j < nruns; j++) order[j] = j;
+    for (int j = nruns - 1; j > 0; j--) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      int k = (int)(rng % (unsigned long long)(j + 1)), tmp = order[j];
+      order[j] = order[k], order[k] = tmp;
+    }
     for (int j = 0; j < nruns; j++) {
-      int r = (i + b->opt.warmup + j) % nruns;
+      int r = order[j];
       if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
       BENCH_CU(cuEventRecord(e0, b->stream));
       if (graph)
@@ -196,6 +205,8 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
       BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
       if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
     }
+  }
+  free(order);
   for (int r = 0; r < nruns; r++) {
     us[r] = bench_max_across_ranks(b, bench_median(t[r], n));
     free(t[r]);

@@ -101,9 +101,11 @@ double bench_max_across_ranks(bench_t *b, double v);
 
 /* One call of run `which` of a suite, on b->stream. */
 typedef void (*bench_call_fn)(struct bench *b, void *ctx, int which);
-/* Times nruns runs interleaved (sample i of every run before sample i + 1 of any; each sample's
- * order starts one run later than the last's, so that every run takes every place alike: in a fixed
- * order the same kernel measured 1-2% apart in two places, H100, dev/gemm/NOTES.md): -w warm-up
+/* Times nruns runs interleaved (sample i of every run before sample i + 1 of any), each sample in
+ * a fresh random order: in a fixed order the same kernel measured 1-2% apart in two places (H100),
+ * and with the order rotated every sample each run still followed the same run: on a long GEMM
+ * the same kernel measured 2.7-3.7% apart as the run after cuBLAS and as a later one, 0.2-1.0%
+ * in random order (H200, 8192x6656x16384, dev/gemm/NOTES.md). -w warm-up
  * then -n samples each, a sample being BENCH_BATCH calls back to back between two events
  * (nccl-tests' way; with -G 1 the batch is captured once per run as a CUDA graph and each
  * sample launches it), after a host barrier of the ranks when `barrier`. us[r]: the median in
