@@ -33,6 +33,8 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -715,7 +717,9 @@ static double median(std::vector<double> v) {
 
 static int g_samples = 15;
 
-/* times several runners interleaved (sample i of every runner before sample i+1 of any) */
+/* times several runners interleaved (sample i of every runner before sample i+1 of any), each
+ * sample in a fresh random order: in a fixed order a runner's speed depends on the one before it
+ * (weft-bench: up to 3% on a long GEMM, tools/bench.h) */
 struct Runner {
   std::string name;
   Cfg cfg;
@@ -750,8 +754,13 @@ static void time_interleaved(Inst &I, std::vector<Runner> &rs) {
     if (reps < 1) reps = 1;
     if (reps > 200) reps = 200;
   }
-  for (int s = 0; s < g_samples; s++)
-    for (auto &r : rs) {
+  std::vector<size_t> order(rs.size());
+  std::mt19937 rng(12345);
+  for (int s = 0; s < g_samples; s++) {
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t o : order) {
+      Runner &r = rs[o];
       if (!r.blas && r.cfg.table) prepare_table(I, r.cfg);
       CK(cudaEventRecord(e0));
       for (int i = 0; i < reps; i++) {
@@ -764,6 +773,7 @@ static void time_interleaved(Inst &I, std::vector<Runner> &rs) {
       CK(cudaEventElapsedTime(&ms, e0, e1));
       r.ms.push_back(ms / reps);
     }
+  }
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
 }
