@@ -34,6 +34,7 @@ import gc
 import json
 import math
 import os
+import random
 import socket
 import statistics
 import sys
@@ -490,15 +491,20 @@ def compare(torch, out, ref):
 
 def time_variants(torch, host, args, variants):
     """variants: [(name, fn, fallible)]. Interleaved samples, each `batch` calls between two
-    events after a host barrier; returns ({name: median ms per call, max across ranks}, failure
-    text or None). A fallible variant (async-TP) that raises stops the timing on every rank (the
-    next barrier carries the news); the caller then times the others again without it."""
+    events after a host barrier, each sample in a fresh random order (the same on every rank: a
+    fixed seed), as weft-bench (tools/bench.h: in a fixed order a long GEMM's time depends on what
+    ran before it); returns ({name: median ms per call, max across ranks}, failure text or None).
+    A fallible variant (async-TP) that raises stops the timing on every rank (the next barrier
+    carries the news); the caller then times the others again without it."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = {name: [] for name, _, _ in variants}
     failed = None
+    order = list(variants)
+    rng = random.Random(12345)
     torch.cuda.synchronize()
     for i in range(-args.warmup, args.iters):
-        for name, fn, fallible in variants:
+        rng.shuffle(order)
+        for name, fn, fallible in order:
             if not host.agree(failed is None):
                 break
             try:
@@ -637,7 +643,7 @@ def run_shape(run, op, oi, si, M, N, K, fused, why):
         else:
             fail, err = first_failure(host.gather(text)), None  # no half-checked error
 
-    # -- time: every variant interleaved; async-TP last, so a failure there drops only it --
+    # -- time: every variant interleaved; a failure of async-TP drops only it --
     variants = [("gemm", gemm, False), ("comm", comm, False), ("baseline", baseline, False)]
     if fail is None:
         variants.append(("async_tp", fused_call, True))
