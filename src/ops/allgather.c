@@ -19,7 +19,6 @@
 #define AG_CE_MIN_TOTAL_BYTES (128ull << 20)
 #define AG_THREADS_SM 512
 #define AG_MAX_SLICES 32 /* LL: blocks a peer */
-#define AG_SM_MAX_SLICES 128 /* kernels/allgather.cu's AG_UNITS: SM blocks a peer, at most */
 #define AG_THREADS_LL 512
 #define AG_LL_AUTO_PUSH (1u << 20) /* AUTO's LL limit: bytes a rank pushes, all peers' copies */
 #define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
@@ -138,21 +137,10 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
     return weft_kernel_launch(o->ag_ring, &cfg, args, stream);
   }
   if (algo == WEFT_ALGO_SM) {
-    /* About 256 KiB a block, at most one block an SM. The links are the bottleneck: each peer
-     * gets `slices` blocks, this rank's own copy (an HBM copy) as many up to 8, then a quarter
-     * of them. With as many blocks for the own copy as for a peer at any size (32 of 128 at 4
-     * ranks) the pushes had 3/4 of the SMs (64 MB gathered at 4 ranks: 167 us, now 164; H200
-     * x4, 2026-11-26); with a quarter at any size one block copied 1 MiB alone, the slowest
-     * part of 4 MB gathered (37 us against 25). */
-    unsigned peers = (unsigned)comm->local_world - 1, sms = (unsigned)o->sms;
-    unsigned long long slices = bytes / (256u << 10) ? bytes / (256u << 10) : 1, local;
-    if (slices > AG_SM_MAX_SLICES) slices = AG_SM_MAX_SLICES;
-    for (;; slices--) {
-      local = slices / 4 > 8 ? slices / 4 : slices < 8 ? slices : 8;
-      if (peers * slices + local <= sms || slices == 1) break;
-    }
+    unsigned slices, local;
+    weft_ops_ag_sm_grid(bytes, comm->local_world, o->sms, &slices, &local);
     int own = (int)local;
-    cfg.grid[0] = (unsigned)(peers * slices + local);
+    cfg.grid[0] = (unsigned)(comm->local_world - 1) * slices + local;
     void *args[] = {(void *)&send, &recv, &n, &own};
     return weft_kernel_launch(o->ag_sm, &cfg, args, stream);
   }

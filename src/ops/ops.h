@@ -156,6 +156,25 @@ static inline int weft_ops_ll_auto(int world, size_t bytes, size_t max_bytes, si
   return bytes <= weft_ops_ll_auto_max(world, max_bytes, push);
 }
 
+/* The SM AllGather's grid (kernels/allgather.cu, weft_ag_sm): `slices` blocks for each peer and
+ * `local` for this rank's own copy, about 256 KiB a block, at most one block an SM (at least one
+ * a rank). The links are the bottleneck: the own copy (an HBM copy) gets as many blocks as a peer
+ * up to 8, then a quarter of them. With as many for the own copy as for a peer at any size (32 of
+ * 128 at 4 ranks) the pushes had 3/4 of the SMs (64 MB gathered at 4 ranks: 167 us, now 164;
+ * H200 x4, 2026-11-26); with a quarter at any size one block copied 1 MiB alone, the slowest part
+ * of 4 MB gathered (37 us against 25). Pure arithmetic (tests/cpu/test_allgather_grid.c). */
+#define WEFT_AG_SM_MAX_SLICES 128 /* kernels/allgather.cu's AG_UNITS: blocks a peer, at most */
+static inline void weft_ops_ag_sm_grid(size_t bytes, int world, int sms, unsigned *slices,
+                                       unsigned *local) {
+  size_t peers = world > 1 ? (size_t)world - 1 : 0, s = bytes >> 18 ? bytes >> 18 : 1, l;
+  if (s > WEFT_AG_SM_MAX_SLICES) s = WEFT_AG_SM_MAX_SLICES;
+  for (;; s--) {
+    l = s / 4 > 8 ? s / 4 : s < 8 ? s : 8;
+    if (peers * s + l <= (size_t)sms || s == 1) break;
+  }
+  *slices = (unsigned)s, *local = (unsigned)l;
+}
+
 /* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
 static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
   if (algo != WEFT_ALGO_AUTO) return algo;
