@@ -25,10 +25,6 @@
 #include <weft/device.cuh>
 
 #define AG_SLOT WEFT_EPOCH_ALLGATHER
-/* Every SM call adds exactly AG_UNITS to each receiver's done flag for each sender, however
- * many slices it used (at most AG_UNITS, each adding its share, at least 1), so the flag is
- * c * AG_UNITS after the c-th SM call even when calls of different sizes use different grids. */
-#define AG_UNITS 128
 
 extern "C" __global__ void weft_ag_enter(void) {
   weft_u64_t e = weft_epoch_begin(AG_SLOT);
@@ -74,8 +70,8 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
     weft_fence(); /* the block's stores (seen through the barrier) before the count */
     weft_u64_t *done = weft_op_flags(WEFT_FLAGS_AG_SM_DONE) + me;
     weft_red_release((weft_u64_t *)weft_remote_ptr(done, weft_state.node_first_rank + peer),
-                     AG_UNITS * (slice + 1) / slices - AG_UNITS * slice / slices);
-    weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * AG_UNITS, "allgather(sm)");
+                     WEFT_AG_SM_UNITS * (slice + 1) / slices - WEFT_AG_SM_UNITS * slice / slices);
+    weft_op_wait(WEFT_FLAGS_AG_SM_DONE, peer, c * WEFT_AG_SM_UNITS, "allgather(sm)");
     weft_epoch_finish(AG_SLOT, e);
     weft_epoch_finish(WEFT_EPOCH_AG_SM, c);
   }

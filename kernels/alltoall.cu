@@ -273,7 +273,7 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
       for (int q = 0; q < world; q++)
         if (q != me && weft_ll_load16(area + q * ll_slot, flag) & WEFT_A2A_HEADER_SM)
           weft_op_wait(WEFT_FLAGS_A2A_DONE, q, e * WEFT_A2A_UNITS, v ? "alltoallv(done)" : "alltoall(done)");
-      *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + A2A_SLOT) = e;
+      weft_epoch_publish(A2A_SLOT, e);
     }
   }
 }

@@ -162,7 +162,8 @@
  *  27  int a_own_row0, 28 int a_own_rows  A_OWN: the rows of A that tm_a_own holds
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
- * interleave none, L2 promotion 256B, OOB fill none (zeros)):
+ * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
+ * OOB fill none (zeros)):
  *   tm_a: dims {K, M}, strides {K*2}, box {64, A_ROWS}
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}

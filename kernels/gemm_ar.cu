@@ -158,6 +158,6 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
     weft_op_signal_all(WEFT_FLAGS_GEMM_AR_DONE, e);
     for (int p = 0; p < world; p++)
       if (p != me) weft_op_wait(WEFT_FLAGS_GEMM_AR_DONE, p, e, "gemm_ar(done)");
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + AR_SLOT) = e;
+    weft_epoch_publish(AR_SLOT, e);
   }
 }

@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
     weft_op_signal_all(WEFT_FLAGS_RED_DONE, e);
     for (int p = 0; p < world; p++)
       if (p != me) weft_op_wait(WEFT_FLAGS_RED_DONE, p, e, push ? "allreduce(done)" : "reduce(done)");
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
+    weft_epoch_publish(RED_SLOT, e);
   }
 }
 
@@ -246,7 +246,7 @@ extern "C" __global__ void weft_red_ce_step(int sent, int next) {
   int me = weft_state.local_rank, world = weft_state.local_world, p = (int)threadIdx.x;
   volatile weft_u64_t *rounds = weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE_SENT);
   weft_u64_t c = *rounds + (sent ? 1 : 0);
-  __syncthreads(); /* every thread read the count before thread 0 raises it */
+  __syncthreads(); /* every thread read the count before rank + 1's thread raises it */
   if (p >= world || p == me) return;
   if (sent) {
     weft_u64_t *count = weft_op_flags(WEFT_FLAGS_RED_ARRIVED) + me;
@@ -290,8 +290,8 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char 
     weft_u64_t *freed = weft_op_flags(WEFT_FLAGS_RED_FREED) + me;
     for (int p = 0; p < world; p++)
       if (p != me) weft_red_release((weft_u64_t *)weft_remote_ptr(freed, weft_state.node_first_rank + p), 1);
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_CE) = c;
-    if (last) *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
+    weft_epoch_publish(WEFT_EPOCH_RS_CE, c);
+    if (last) weft_epoch_publish(RED_SLOT, e);
   }
 }
 
@@ -379,8 +379,7 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_ring(const char *send
     }
   }
   if (t == 0 && weft_epoch_arrive(RED_SLOT)) {
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + WEFT_EPOCH_RS_RING) =
-        base + rounds * (weft_u64_t)(world - 1);
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
+    weft_epoch_publish(WEFT_EPOCH_RS_RING, base + rounds * (weft_u64_t)(world - 1));
+    weft_epoch_publish(RED_SLOT, e);
   }
 }

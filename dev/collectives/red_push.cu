@@ -135,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, cha
 #undef STAGE
   __syncthreads();
   if (t == 0 && weft_epoch_arrive(RED_SLOT)) {
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + DEV_EPOCH_BASE) = b0 + rounds;
-    *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + RED_SLOT) = e;
+    weft_epoch_publish(DEV_EPOCH_BASE, b0 + rounds);
+    weft_epoch_publish(RED_SLOT, e);
   }
 }

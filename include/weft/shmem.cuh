@@ -275,17 +275,21 @@ static __device__ __forceinline__ int weft_epoch_arrive(int slot) {
   *(volatile unsigned long long *)arrive = 0; /* read again only by the next kernel */
   return 1;
 }
+/* Sets slot's sync word to v: the epoch (or count) the next call of the op starts from. */
+static __device__ __forceinline__ void weft_epoch_publish(int slot, weft_u64_t v) {
+  *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = v;
+}
 /* Called once per block (by one thread) at the end of a kernel that began epoch e on slot: the
  * last block to arrive publishes e, so the next kernel on the stream sees it. */
 static __device__ __forceinline__ void weft_epoch_finish(int slot, weft_u64_t e) {
-  if (weft_epoch_arrive(slot)) *(volatile weft_u64_t *)weft_sync_word(WEFT_SYNC_EPOCHS + slot) = e;
+  if (weft_epoch_arrive(slot)) weft_epoch_publish(slot, e);
 }
 /* For kernels that publish slot's epoch themselves once a last step is done (e.g. waiting for
  * the peers): thread 0 of every block, after __syncthreads(), calls it; it returns 1 in the last
  * block of the grid to get here, which then also sees every other block's earlier accesses (the
  * fences on both sides of the count make it a release/acquire pair, and bar.sync brought the
- * block's threads' accesses under thread 0's fence). That block ends by storing the epoch into
- * weft_sync_word(WEFT_SYNC_EPOCHS + slot). */
+ * block's threads' accesses under thread 0's fence). That block ends with
+ * weft_epoch_publish(slot, e). */
 static __device__ __forceinline__ int weft_epoch_last_block(int slot) {
   weft_fence();
   if (!weft_epoch_arrive(slot)) return 0;

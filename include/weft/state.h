@@ -55,7 +55,12 @@ typedef unsigned int weft_u32;
 /* Flag slots of the ops. */
 #define WEFT_FLAGS_AG_READY 0
 #define WEFT_FLAGS_AG_DONE 1    /* copy-engine calls: set to the epoch */
-#define WEFT_FLAGS_AG_SM_DONE 2 /* SM calls: slices counted, AG_UNITS per call */
+#define WEFT_FLAGS_AG_SM_DONE 2 /* SM calls: slices counted, WEFT_AG_SM_UNITS per call */
+/* What each sender adds to a receiver's WEFT_FLAGS_AG_SM_DONE in one SM AllGather call, however
+ * many blocks it used for it (at most this many, each adding its share, at least 1: the host's
+ * grid, src/ops/ops.h weft_ops_ag_sm_grid), so the flag is c * WEFT_AG_SM_UNITS after the c-th SM
+ * call even when calls of different sizes use different grids. */
+#define WEFT_AG_SM_UNITS 128
 #define WEFT_FLAGS_RED_READY 3  /* reductions: set to the epoch when a call starts */
 #define WEFT_FLAGS_RED_DONE 4   /* reductions that read peers' buffers: set to the epoch at the end */
 #define WEFT_FLAGS_RED_ARRIVED 5 /* copy-engine ReduceScatter: +1 per round when a piece landed */

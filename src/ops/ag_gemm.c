@@ -4,7 +4,7 @@
  * the GEMM launcher (gemm.h) with its per-tile wait. Shapes: a [m, k] per rank, a_gathered
  * [world * m, k] symmetric, b [n, k] or [k, n] (row stride ldb), c [world * m, n] (ldc).
  *
- * One overlapped call, on the caller's stream and side stream 0:
+ * One overlapped call, on the caller's stream and the side stream:
  *   stream barrier: every rank finished its previous call, so no GEMM still reads the slots that
  *     are about to be overwritten, and every rank's signals are back to 0;
  *   fork; on the side stream the pushes of the rows to rank - 1, rank - 2, ... (weft_swizzle_ag_push_peer:

@@ -19,7 +19,7 @@
  * Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m, n] contiguous and symmetric; the
  * workspace's first m * n elements (weft_gemm_rs_workspace_size) hold the partial product.
  *
- * One SM-form call, on the caller's stream and side stream 0: this rank's row counters and
+ * One SM-form call, on the caller's stream and the side stream: this rank's row counters and
  * arrival counts back to 0 (peers add to the arrivals only after this call's "ready"); fork;
  * the GEMM (HOOK_NOTIFY with .sys release, SM budget) on the caller's stream, the consumer on the
  * side stream; join. The consumer's handshake (ready / done epochs) is in kernels/gemm_ar.cu; its

@@ -8,7 +8,7 @@
  * Workspace (symmetric, the caller's): the partial product [m, n] (contiguous, out dtype), then
  * world staging slots of slot_bytes: slot p of rank q receives rank p's partial of segment q.
  *
- * One overlapped call, on the caller's stream and side stream 0 (seeds/001 Algorithm 3):
+ * One overlapped call, on the caller's stream and the side stream (seeds/001 Algorithm 3):
  *   stream barrier: every rank finished its previous call (its staging slots are reduced, its
  *     arrival flags are back to 0);
  *   fork; on the side stream, for the segments q = rank + 1, rank + 2, ... (weft_swizzle_rs_chunk):

@@ -163,11 +163,10 @@ static inline int weft_ops_ll_auto(int world, size_t bytes, size_t max_bytes, si
  * 128 at 4 ranks) the pushes had 3/4 of the SMs (64 MB gathered at 4 ranks: 167 us, now 164;
  * H200 x4, 2026-11-26); with a quarter at any size one block copied 1 MiB alone, the slowest part
  * of 4 MB gathered (37 us against 25). Pure arithmetic (tests/cpu/test_allgather_grid.c). */
-#define WEFT_AG_SM_MAX_SLICES 128 /* kernels/allgather.cu's AG_UNITS: blocks a peer, at most */
 static inline void weft_ops_ag_sm_grid(size_t bytes, int world, int sms, unsigned *slices,
                                        unsigned *local) {
   size_t peers = world > 1 ? (size_t)world - 1 : 0, s = bytes >> 18 ? bytes >> 18 : 1, l;
-  if (s > WEFT_AG_SM_MAX_SLICES) s = WEFT_AG_SM_MAX_SLICES;
+  if (s > WEFT_AG_SM_UNITS) s = WEFT_AG_SM_UNITS; /* every block adds at least 1 */
   for (;; s--) {
     l = s / 4 > 8 ? s / 4 : s < 8 ? s : 8;
     if (peers * s + l <= (size_t)sms || s == 1) break;
