@@ -61,8 +61,9 @@ void bench_init(bench_t *b, const char *suite) {
   weft_cu.cuDeviceGetName(name, sizeof name, b->comm->device);
   weft_cu.cuDeviceGetPCIBusId(bus, sizeof bus, b->comm->device);
   gethostname(host, sizeof host - 1);
-  snprintf(lines[b->rank].line, sizeof lines[0].line, "#  rank %2d pid %7d on %s device %2d [%s] %s",
-           b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name);
+  snprintf(lines[b->rank].line, sizeof lines[0].line,
+           "#  rank %2d pid %7d on %s device %2d [%s] %s (%d SMs, %d GB/s)", b->rank, (int)getpid(),
+           host, b->comm->device_ordinal, bus, name, b->comm->ops.sms, b->comm->ops.hbm_gbps);
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
   if (b->rank == 0) {
     printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",

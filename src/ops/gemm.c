@@ -189,7 +189,7 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B,
  * 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
-void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, weft_gemm_config_t *c) {
   memset(c, 0, sizeof *c);
   c->group = 8;
@@ -221,11 +221,15 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_fl
      * cold, same run, 2026-11-26: 128x3584x4096 14.2 -> 11.6 us, 128x3584x8192 26.0 -> 20.5,
      * 128x3696x8192 30 -> 21.7, 128x4096x3584 12.9 -> 11.5). With [k, n] B (H100, 2026-11-25:
      * 128x4096xk, k = 2752-7168, 128x64 in 2 clustered splits 11.7-24.6 us against 12.8-26.8
-     * for 64x128 in 2, and -8 to -10% at m = 80-112). At n = 8192 64x128 unsplit stays ahead,
-     * and so do 64x64 tiles (with 10 stages, below) over at most 28 k-blocks from 2/5 of the SMs
-     * (H100, same run: 128x4096x1376 7.9 against 8.3 us, 128x4096x1792 8.9 against 9.3). */
+     * for 64x128 in 2, and -8 to -10% at m = 80-112). At n = 8192 64x128 unsplit stays ahead.
+     * Over at most 28 k-blocks 64x64 tiles (with 10 stages, below) from 2/5 of the SMs stay
+     * ahead where memory is slow for the SMs (H100, 25 GB/s an SM, same run: 128x4096x1376 7.9
+     * against 8.3 us, 128x4096x1792 8.9 against 9.3), not where it is fast (H200, 36 GB/s an SM,
+     * graphs, cold, same runs, six runs, 2026-11-26: 128x64 in 2 splits 2-6% ahead on both). */
     long long col64 = (p->n + 63) / 64, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-    if (p->m > 64 && (col64 * 5 < 2LL * sms || (col64 * 2 <= sms && (nkb > 28 || !p->b_kmajor))))
+    int fast_hbm = hbm_gbps >= 30 * sms;
+    if (p->m > 64 &&
+        (col64 * 5 < 2LL * sms || (col64 * 2 <= sms && (nkb > 28 || !p->b_kmajor || fast_hbm))))
       c->bm = 128, c->bn = 64;
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
@@ -571,7 +575,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   }
   weft_gemm_config_t chosen, tmp;
   if (!cfg) {
-    weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
+    weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
     cfg = &chosen;
   }
   int ks = cfg->splitk ? cfg->k_splits : 1;

@@ -78,9 +78,10 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
                                       const void *a, const void *b, const void *c);
 
 /* The shape heuristic (measured on H100/H200: dev/gemm/NOTES.md): the configuration for p on a
- * GPU of `sms` multiprocessors whose split-K workspace holds ws_floats floats and ws_counters
- * tile counters. Pure host arithmetic (the CPU tests enumerate its choices). */
-void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+ * GPU of `sms` multiprocessors and hbm_gbps GB/s of peak memory bandwidth whose split-K workspace
+ * holds ws_floats floats and ws_counters tile counters. Pure host arithmetic (the CPU tests
+ * enumerate its choices). */
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, weft_gemm_config_t *cfg);
 
 /* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (one of the large-m

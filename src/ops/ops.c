@@ -31,6 +31,11 @@ size_t weft_dtype_size(weft_dtype_t dtype) {
 weft_status_t weft_ops_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   WEFT_CU(comm, cuDeviceGetAttribute(&o->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
+  /* peak memory bandwidth: double data rate x the bus's bytes (H100 SXM about 3350 GB/s, H200 4800) */
+  int mem_khz, bus_bits;
+  WEFT_CU(comm, cuDeviceGetAttribute(&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, comm->device));
+  WEFT_CU(comm, cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, comm->device));
+  o->hbm_gbps = (int)(2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9);
   uint64_t comm_sms;
   if (!weft_env_u64("WEFT_COMM_SMS", 0, false, &comm_sms) || comm_sms >= (uint64_t)o->sms)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
@@ -79,13 +84,13 @@ const char *weft_ops_algo_name(weft_algo_t a) {
                                     : "seq";
 }
 
-int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]) {
   static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, sms, ws_floats, ws_counters, &cfg);
+  weft_gemm_config_choose(p, sms, hbm_gbps, ws_floats, ws_counters, &cfg);
   int n = 0;
   for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
     weft_algo_t a = algos[i];
@@ -124,7 +129,7 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
   char names[WEFT_OPS_PLAN_MAX][32];
   const char *name[WEFT_OPS_PLAN_MAX];
-  int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.gemm_ws_floats,
+  int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
                                    comm->ops.gemm_ws_counters, order, no, sm_consumer, plans, names);
   for (int i = 0; i < n; i++) name[i] = names[i];
   char key[256];
@@ -140,7 +145,7 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_t *o = &comm->ops;
-  weft_gemm_config_choose(p, o->sms, o->gemm_ws_floats, o->gemm_ws_counters, cfg);
+  weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, cfg);
   if (plan->bn) weft_gemm_config_width(p, plan->bn, cfg);
 }
 

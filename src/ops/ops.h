@@ -66,6 +66,7 @@ typedef struct weft_ops {
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;
   int sms;       /* multiprocessors of the device */
+  int hbm_gbps;  /* its peak memory bandwidth, GB/s (the GEMM heuristic's decode tiles) */
   int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
 } weft_ops_t;
 
@@ -130,9 +131,9 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
 
 /* The candidates weft_ops_plan times (at most WEFT_OPS_PLAN_MAX) and their names ("ce",
  * "ce/bn128", "sm/sms16", "seq", ...: the names the disk entries keep); returns their number.
- * Pure host arithmetic on a GPU of `sms` SMs (the CPU tests call it). */
+ * Pure host arithmetic on a GPU of `sms` SMs and hbm_gbps GB/s (the CPU tests call it). */
 #define WEFT_OPS_PLAN_MAX 16
-int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]);

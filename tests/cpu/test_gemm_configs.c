@@ -195,13 +195,14 @@ int main(void) {
       {4096, 1376}, {4096, 1792}, {8192, 3584}, {16384, 6656}, {8192, 3696},    /* GEMM+RS TP=8 */
       {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
   static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
-  static const int sms_list[] = {132, 114};
+  /* H100 SXM and H200 (132 SMs; their memory bandwidths, GB/s, move the decode tiles), H100 PCIe */
+  static const int sms_list[][2] = {{132, 3352}, {132, 4800}, {114, 2039}};
   static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
   static unsigned char ll_area;
   const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
   int choices = 0;
   for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
-    int sms = sms_list[si];
+    int sms = sms_list[si][0], hbm = sms_list[si][1];
     size_t ws_floats = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
     int ws_counters = WEFT_GEMM_WS_TILES_PER_SM * sms;
     for (size_t i = 0; i < sizeof nk / sizeof nk[0]; i++)
@@ -215,7 +216,7 @@ int main(void) {
                 weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
                                          in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj};
                 weft_gemm_config_t c;
-                weft_gemm_config_choose(&p, sms, ws_floats, ws_counters, &c);
+                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, &c);
                 check_choice(&p, &c, sms, ws_floats, ws_counters);
                 add(&p, &c, NULL);
                 /* GEMM + AllReduce's LL form where it takes the problem, also as the workspace
@@ -232,7 +233,7 @@ int main(void) {
   /* the overlapped ops' hook variants on the large-M configuration */
   weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   weft_gemm_config_t c;
-  weft_gemm_config_choose(&p, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+  weft_gemm_config_choose(&p, 132, 3352, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
                           WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
   static const uint64_t sig;
   static uint64_t ctr;
@@ -270,10 +271,20 @@ int main(void) {
   add(&pk, &ck, &hooks[5]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
-  weft_gemm_config_choose(&pd, 132, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+  weft_gemm_config_choose(&pd, 132, 3352, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
                           WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
+  /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
+   * 128x64 tiles in 2 splits where it is fast (H200) */
+  weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  for (int fast = 0; fast < 2; fast++) {
+    weft_gemm_config_choose(&pm, 132, fast ? 4800 : 3352,
+                            (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+                            WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+    if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
+      fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
+  }
 
   printf("%d choices, %d distinct specialisations\n", choices, nspecs);
   fflush(stdout);

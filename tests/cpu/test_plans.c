@@ -25,7 +25,7 @@ int main(void) {
   static const int shapes[][3] = {{8192, 4096, 2752}, {8192, 8192, 7168}, {8192, 2752, 4096},
                                   {8192, 14336, 1024}, {128, 4096, 2752}, {16, 8192, 7392}};
   const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
-  const int sms = 132;
+  const int sms = 132, hbm = 3352; /* an H100 SXM */
   const size_t wsf = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
   const int wsc = WEFT_GEMM_WS_TILES_PER_SM * sms;
   int total = 0;
@@ -37,9 +37,9 @@ int main(void) {
                                  WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, kmaj};
         weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
         char names[WEFT_OPS_PLAN_MAX][32];
-        int n = weft_ops_plan_candidates(&p, sms, wsf, wsc, algos, 3, consumer, plans, names);
+        int n = weft_ops_plan_candidates(&p, sms, hbm, wsf, wsc, algos, 3, consumer, plans, names);
         weft_gemm_config_t cfg;
-        weft_gemm_config_choose(&p, sms, wsf, wsc, &cfg);
+        weft_gemm_config_choose(&p, sms, hbm, wsf, wsc, &cfg);
         char what[96];
         snprintf(what, sizeof what, "%dx%dx%d %s%s", s[0], s[1], s[2], kmaj ? "NK" : "KN",
                  consumer ? " (SM consumer)" : "");

@@ -107,7 +107,8 @@ static void *download(buffers_t *x) {
 /* The heuristic's configuration for p on this GPU and communicator, with tiles bn columns wide
  * (weft_gemm_config_width; 0: the heuristic's width). */
 static void heuristic(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *cfg) {
-  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters, cfg);
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
+                          comm->ops.gemm_ws_counters, cfg);
   if (bn && cfg->bn != bn && !weft_gemm_config_width(p, bn, cfg)) {
     cases++;
     failures++;
