@@ -17,6 +17,9 @@
 
 #define GEMM_THREADS 384 /* one producer and two consumer warpgroups */
 #define GEMM_BK 64
+/* memory bandwidth an SM from which decode tiles are chosen as for fast memory (H200: 36 GB/s,
+ * H100 SXM: 25; weft_gemm_config_choose) */
+#define GEMM_FAST_HBM_GBPS_PER_SM 30
 /* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
  * counter, the last split's reads: 8-9 us on H100) costs about 11 k-blocks of a 256-column tile,
  * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
@@ -227,7 +230,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
      * against 8.3 us, 128x4096x1792 8.9 against 9.3), not where it is fast (H200, 36 GB/s an SM,
      * graphs, cold, same runs, six runs, 2026-11-26: 128x64 in 2 splits 2-6% ahead on both). */
     long long col64 = (p->n + 63) / 64, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-    int fast_hbm = hbm_gbps >= 30 * sms;
+    int fast_hbm = hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms;
     if (p->m > 64 &&
         (col64 * 5 < 2LL * sms || (col64 * 2 <= sms && (nkb > 28 || !p->b_kmajor || fast_hbm))))
       c->bm = 128, c->bn = 64;
