@@ -1140,35 +1140,6 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     /* ---------------- producer warpgroup: one thread issues every TMA load ---------------- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_PRODUCER_REGS) ";");
-#if WEFT_GEMM_HOOK_WAIT
-    /* The wait's signal reads are made one tile ahead by thread 96 (warp 3, otherwise idle), not
-     * by the TMA thread: made by it, each read's round trip sat between a tile's last load and
-     * the next tile's first, and the consumers waited with it where the ring has no full stages
-     * to spare (128-column tiles: +7% on H100, about 2 us a tile; the SASS of the consumers and
-     * of the load loop is unchanged by the hook, and a relaxed read cost the same). Causality
-     * carries over: acquire.sys read, release.cta arrive on ready, acquire.cta wait in thread 0,
-     * then its proxy fence and loads. */
-    if (tid == 96) {
-      u32 seq = 0;
-      for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
-        weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
-                                              first_tail, cta_rank);
-        if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
-          int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
-          for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
-            if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
-              to_tile = w.tile;
-              to_index = s;
-              goto weft_gemm_timed_out;
-            }
-          }
-        }
-        /* one tile ahead at most: the producer has taken the previous one */
-        if (seq > 0) weft_gemm_mbar_wait(wait_bar + 8, (seq - 1) & 1);
-        weft_gemm_mbar_arrive(wait_bar); /* .release.cta */
-      }
-    }
-#endif
     if (tid == 0) {
       int stage = 0;
       u32 phase = 0;
@@ -1256,6 +1227,39 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
 #endif
     }
+#if WEFT_GEMM_HOOK_WAIT
+    /* The wait's signal reads are made one tile ahead by thread 96 (warp 3, otherwise idle), not
+     * by the TMA thread: made by it, each read's round trip sat between a tile's last load and
+     * the next tile's first, and the consumers waited with it where the ring has no full stages
+     * to spare (128-column tiles: +7% on H100, about 2 us a tile; a relaxed read cost the
+     * same). Causality
+     * carries over: acquire.sys read, release.cta arrive on ready, acquire.cta wait in thread 0,
+     * then its proxy fence and loads. Placed after the TMA thread's code: placed before it (as
+     * it first was), the wait cost 0.3-0.8 us more a call (H100, gemm_dev, same runs,
+     * 2026-11-26: 8192x1376x4096 +1.9 -> +1.1 us over the plain kernel). ptxas lays the TMA
+     * loop out differently (with either order it is no longer the plain build's all-uniform
+     * loop: R2UR before each load); why one order is faster is not settled (dev/gemm/NOTES.md). */
+    if (tid == 96) {
+      u32 seq = 0;
+      for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
+        weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
+                                              first_tail, cta_rank);
+        if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
+          int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
+          for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
+            if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
+              to_tile = w.tile;
+              to_index = s;
+              goto weft_gemm_timed_out;
+            }
+          }
+        }
+        /* one tile ahead at most: the producer has taken the previous one */
+        if (seq > 0) weft_gemm_mbar_wait(wait_bar + 8, (seq - 1) & 1);
+        weft_gemm_mbar_arrive(wait_bar); /* .release.cta */
+      }
+    }
+#endif
 #if WEFT_GEMM_STORERS
     /* the storers (see WEFT_GEMM_STORERS): the TMA stores of consumer warpgroup cw's tiles, then
      * per tile the completion wait, the proxy fence and the release. The same tiles, rounds and
