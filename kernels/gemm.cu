@@ -1231,14 +1231,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     /* The wait's signal reads are made one tile ahead by thread 96 (warp 3, otherwise idle), not
      * by the TMA thread: made by it, each read's round trip sat between a tile's last load and
      * the next tile's first, and the consumers waited with it where the ring has no full stages
-     * to spare (128-column tiles: +7% on H100, about 2 us a tile; a relaxed read cost the
-     * same). Causality
-     * carries over: acquire.sys read, release.cta arrive on ready, acquire.cta wait in thread 0,
-     * then its proxy fence and loads. Placed after the TMA thread's code: placed before it (as
-     * it first was), the wait cost 0.3-0.8 us more a call (H100, gemm_dev, same runs,
-     * 2026-11-26: 8192x1376x4096 +1.9 -> +1.1 us over the plain kernel). ptxas lays the TMA
-     * loop out differently (with either order it is no longer the plain build's all-uniform
-     * loop: R2UR before each load); why one order is faster is not settled (dev/gemm/NOTES.md). */
+     * to spare (128-column tiles: +7% on H100, about 2 us a tile; a relaxed read cost the same).
+     * Causality carries over: acquire.sys read, release.cta arrive on ready, acquire.cta wait in
+     * thread 0, then its proxy fence and loads. Placed after the TMA thread's code: placed before
+     * it (as it first was), the wait cost 0.3-0.8 us more a call (H100, gemm_dev, same runs,
+     * 2026-11-26: 8192x1376x4096 +1.9 -> +1.1 us over the plain kernel). ptxas lays the TMA loop
+     * out differently (with either order it is no longer the plain build's all-uniform loop:
+     * R2UR before each load); why one order is faster is not settled (dev/gemm/NOTES.md). */
     if (tid == 96) {
       u32 seq = 0;
       for (int p = cluster_id; p < num_work; p += num_clusters, seq++) {
