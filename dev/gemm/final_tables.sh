@@ -19,21 +19,7 @@ for r in $(seq 1 $runs); do
   timeout 250 $W -J $out/gemm$r.json > $out/gemm$r.log 2>&1; echo "gemm run $r rc=$?" >> $out/summary.txt
 done
 grep -E "Test +#|tests passed" $out/ctest.log; echo
-python3 - "$out" $runs <<'PY'
-import json, statistics, sys
-out, runs = sys.argv[1], int(sys.argv[2])
-rows = [json.load(open(f"{out}/gemm{r}.json"))["rows"] for r in range(1, runs + 1)]
-print("# shape             ratio: median over runs [each run]   (cuBLAS time / weft time)")
-low = {}
-for i, r0 in enumerate(rows[0]):
-    v = [rs[i]["ratio"] for rs in rows]
-    m = statistics.median(v)
-    if r0["M"] > 128:
-        print(f"{r0['name']:18s} {m:.4f} [" + " ".join(f"{x:.4f}" for x in v) + "]")
-    key = "large m" if r0["M"] > 128 else "small m"
-    low[key] = min(low.get(key, (9, "")), (m, r0["name"]))
-print("# lowest median: " + ", ".join(f"{k} {v[0]:.4f} ({v[1]})" for k, v in low.items()))
-PY
+python3 dev/gemm/runs_median.py plain "$out" $runs
 OUT=$out RUNS=$runs N=30 bash dev/gemm/hooks_runs.sh; echo "hooks rc=$?" >> $out/summary.txt
 fi
 if [ $part != main ]; then
@@ -42,17 +28,7 @@ D=""; for m in 1 16 64 128; do for nk in 2752,4096 4096,2752 3584,4096 4096,3584
 for r in $(seq 1 $runs); do
   timeout 200 $W $D -G 1 -J $out/gemm_graph$r.json > $out/gemm_graph$r.log 2>&1; echo "graph run $r rc=$?" >> $out/summary.txt
 done
-python3 - "$out" $runs <<'PY'
-import json, statistics, sys
-out, runs = sys.argv[1], int(sys.argv[2])
-rows = [json.load(open(f"{out}/gemm_graph{r}.json"))["rows"] for r in range(1, runs + 1)]
-med = [(statistics.median(rs[i]["ratio"] for rs in rows), r0["name"], [rs[i]["ratio"] for rs in rows])
-       for i, r0 in enumerate(rows[0])]
-print(f"# decode graphs, cold: {sum(m >= 0.9 for m, _, _ in med)} of {len(med)} shapes at >= 0.9x cuBLAS "
-      f"(median over {runs} runs); below or lowest:")
-for m, name, v in sorted(med)[:6]:
-    print(f"{name:18s} {m:.3f} [" + " ".join(f"{x:.3f}" for x in v) + "]")
-PY
+python3 dev/gemm/runs_median.py decode "$out" $runs
 timeout 200 $W $D -G 1 --hot > $out/gemm_graph_hot.log 2>&1; echo "graph hot rc=$?" >> $out/summary.txt
 C="--config BM=128,BN=256,ST=4,CL=2,EPI=2 --config BM=128,BN=192,ST=4,CL=2,EPI=3 --config BM=128,BN=128,ST=6,CL=2,EPI=2"
 timeout 60 $W -s 8192,2752,4096 -n 40 $C > $out/swing.log 2>&1; echo "swing alone rc=$?" >> $out/summary.txt

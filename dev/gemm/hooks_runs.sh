@@ -14,20 +14,4 @@ for r in $(seq 1 $runs); do
   timeout 180 build/tools/weftrun -n 1 build/tools/weft-bench gemm --hooks -n ${N:-30} $shapes -J $out/hooks$r.json > $out/hooks$r.log 2>&1
   echo "hooks run $r rc=$?"
 done
-python3 - "$out" $runs <<'PY'
-import json, statistics, sys
-out, runs = sys.argv[1], int(sys.argv[2])
-rows = [json.load(open(f"{out}/hooks{r}.json"))["rows"] for r in range(1, runs + 1)]
-hooks = ["wait", "notify", "notify.gpu", "wait+notify"]
-print("# shape             " + "".join(f"{h:>26s}" for h in hooks) + "   (median over runs [each run], % vs plain)")
-over = {h: 0 for h in hooks}
-for i, r0 in enumerate(rows[0]):
-    cells = []
-    for h in hooks:
-        v = [100 * (rs[i][h] / rs[i]["weft_us"] - 1) for rs in rows]
-        m = statistics.median(v)
-        over[h] += m > 2
-        cells.append(f"{m:+5.1f} [" + " ".join(f"{x:+.1f}" for x in v) + "]")
-    print(f"{r0['name']:18s} " + "".join(f"{c:>26s}" for c in cells))
-print("# shapes over +2% (median over runs): " + ", ".join(f"{h} {over[h]}" for h in hooks))
-PY
+python3 dev/gemm/runs_median.py hooks "$out" $runs

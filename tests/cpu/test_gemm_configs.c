@@ -177,6 +177,15 @@ static void check_args(void) {
   }
 }
 
+/* The peak memory bandwidths (GB/s) of the GPUs the heuristic is enumerated for */
+enum { GBPS_H100_SXM = 3352, GBPS_H200 = 4800, GBPS_H100_PCIE = 2039 };
+
+/* weft_gemm_config_choose on a 132-SM GPU of hbm_gbps with a communicator's workspace */
+static void choose_132(const weft_gemm_problem_t *p, int hbm_gbps, weft_gemm_config_t *c) {
+  weft_gemm_config_choose(p, 132, hbm_gbps, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+                          WEFT_GEMM_WS_TILES_PER_SM * 132, c);
+}
+
 int main(void) {
   setenv("WEFT_CACHE_DISABLE", "1", 1);
   const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm.cu");
@@ -196,7 +205,7 @@ int main(void) {
       {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
   static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
   /* H100 SXM and H200 (132 SMs; their memory bandwidths, GB/s, move the decode tiles), H100 PCIe */
-  static const int sms_list[][2] = {{132, 3352}, {132, 4800}, {114, 2039}};
+  static const int sms_list[][2] = {{132, GBPS_H100_SXM}, {132, GBPS_H200}, {114, GBPS_H100_PCIE}};
   static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
   static unsigned char ll_area;
   const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
@@ -233,8 +242,7 @@ int main(void) {
   /* the overlapped ops' hook variants on the large-M configuration */
   weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   weft_gemm_config_t c;
-  weft_gemm_config_choose(&p, 132, 3352, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
-                          WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+  choose_132(&p, GBPS_H100_SXM, &c);
   static const uint64_t sig;
   static uint64_t ctr;
   static const int table;
@@ -271,17 +279,14 @@ int main(void) {
   add(&pk, &ck, &hooks[5]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
-  weft_gemm_config_choose(&pd, 132, 3352, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
-                          WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+  choose_132(&pd, GBPS_H100_SXM, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
   /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
    * 128x64 tiles in 2 splits where it is fast (H200) */
   weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   for (int fast = 0; fast < 2; fast++) {
-    weft_gemm_config_choose(&pm, 132, fast ? 4800 : 3352,
-                            (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
-                            WEFT_GEMM_WS_TILES_PER_SM * 132, &c);
+    choose_132(&pm, fast ? GBPS_H200 : GBPS_H100_SXM, &c);
     if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
