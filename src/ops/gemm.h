@@ -160,6 +160,14 @@ struct weft_ops_plan;
 weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
                                    const void *b, void *c, void *workspace,
                                    const struct weft_ops_plan *plan, CUstream stream);
+/* GEMM + AllReduce's copy-engine form (weft_gemm_ar, gemm_ar.c; c all m rows, symmetric): the
+ * overlapped GEMM + ReduceScatter whose reduction stores the rank's segment into every rank's c,
+ * and runs beside the GEMM of the segment instead of after it (gemm_rs.c's file comment). 0 in
+ * *done where the problem cannot take it (segments not whole 64-row sub-tiles, a split-K
+ * configuration, too many counters), nothing enqueued then. */
+weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                     const struct weft_ops_plan *plan, const void *a, const void *b,
+                                     void *c, void *workspace, CUstream stream, int *done);
 /* A checked call's arguments, which the autotuner's trials run again (gemm_rs.c, gemm_ar.c). */
 typedef struct weft_gemm_rs_call {
   const weft_gemm_problem_t *p;

@@ -5,7 +5,10 @@
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
- *     GEMM + ReduceScatter into this rank's rows of c, then an AllGather of those rows in place.
+ *     overlapped GEMM + ReduceScatter with the reduction of this rank's segment beside the GEMM
+ *     of that segment (the segment's GEMM last, on all but a few SMs) and storing the sums into
+ *     every rank's c (weft_gemm_rs_allreduce). Where the segments are not whole 64-row
+ *     sub-tiles: the GEMM + ReduceScatter into this rank's rows of c, then an AllGather of them.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
  *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
  *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
@@ -197,6 +200,9 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
     return weft_allreduce(comm, workspace, c, count, p->out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO,
                           (weft_stream_t)stream);
   }
+  int done;
+  WEFT_CHECK(weft_gemm_rs_allreduce(comm, p, plan, a, b, c, workspace, stream, &done));
+  if (done) return WEFT_STATUS_SUCCESS;
   char *mine = (char *)c + (size_t)comm->local_rank * seg * es;
   weft_ops_plan_t rs = {WEFT_ALGO_COPY_ENGINE, plan->bn, 0};
   WEFT_CHECK(weft_gemm_rs_enqueue(comm, p, a, b, mine, workspace, &rs, stream));
