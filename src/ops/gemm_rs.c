@@ -315,7 +315,8 @@ weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_
     if (!prepare) { /* the reduction on g SMs beside the GEMM of the own segment */
       WEFT_CHECK(weft_ops_fork2(comm, stream));
       WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
-                                c, 1, (size_t)chunk_rows * (size_t)p->n, o->gemm_rs_ctr + own0 / chunk_rows,
+                                (char *)c + (size_t)me * seg, 1, (size_t)chunk_rows * (size_t)p->n,
+                                o->gemm_rs_ctr + own0 / chunk_rows,
                                 units * (uint64_t)(chunk_rows / 64), 1, g, o->side2));
     }
     WEFT_CHECK(gemm_rs_rows(comm, p, &cfg, own0, own1, chunk_rows, o->sms - g, a, b, ws, prepare, stream));
