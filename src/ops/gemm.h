@@ -143,9 +143,7 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
  * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
  * (op names the public call in messages, algos[0..nalgos) its algorithms besides AUTO; c, which
  * must not overlap the workspace, holds all m rows when c_all_rows, i.e. for weft_gemm_ar, else
- * m / world);
- * the enqueue runs the form that the plan asks for (AUTO: by size) into c, [m / world, n]
- * contiguous. */
+ * m / world). */
 weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  const void *c, const void *workspace, int m, int n, int k,
                                  weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
@@ -155,15 +153,9 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
  * returns at least this. */
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);
 struct weft_ops_plan;
-/* One weft_gemm_rs call of a checked problem as `plan`, with comm's context current (its callers
- * made it so); weft_gemm_ar's copy-engine form runs it too. */
-weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                   const void *b, void *c, void *workspace,
-                                   const struct weft_ops_plan *plan, CUstream stream);
 /* GEMM + AllReduce's copy-engine form (weft_gemm_ar, gemm_ar.c; c all m rows, symmetric): the
- * overlapped GEMM + ReduceScatter whose reduction stores the rank's segment into every rank's c,
- * and runs beside the GEMM of the segment instead of after it (gemm_rs.c's file comment). 0 in
- * *done where the problem cannot take it (segments not whole 64-row sub-tiles, a split-K
+ * overlapped GEMM + ReduceScatter whose reduction stores this rank's segment into every rank's c
+ * (gemm_rs.c's file comment). 0 in *done where the problem cannot take it (a split-K
  * configuration, too many counters), nothing enqueued then. */
 weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                      const struct weft_ops_plan *plan, const void *a, const void *b,

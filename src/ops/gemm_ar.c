@@ -5,10 +5,11 @@
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
  *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
- *     overlapped GEMM + ReduceScatter with the reduction of this rank's segment beside the GEMM
- *     of that segment (the segment's GEMM last, on all but a few SMs) and storing the sums into
- *     every rank's c (weft_gemm_rs_allreduce). Where the segments are not whole 64-row
- *     sub-tiles: the GEMM + ReduceScatter into this rank's rows of c, then an AllGather of them.
+ *     overlapped GEMM + ReduceScatter, its reduction storing this rank's segment into every
+ *     rank's c (weft_gemm_rs_allreduce: the AllGather fused into the reduction's stores, which
+ *     beat a ReduceScatter then an AllGather, and a reduction on a few SMs beside a last GEMM
+ *     launch of the own segment, on 4 H200s: dev/overlap/NOTES.md). Where that form cannot take
+ *     the GEMM (split-K), the sequential form.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
  *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
  *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
@@ -186,7 +187,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   const void *a = x->a, *b = x->b;
   void *c = x->c, *workspace = x->workspace;
   int world = comm->local_world;
-  size_t count = (size_t)p->m * (size_t)p->n, seg = count / (size_t)world, es = weft_dtype_size(p->out);
+  size_t count = (size_t)p->m * (size_t)p->n;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (p->k && plan->algo == WEFT_ALGO_LL) {
@@ -195,18 +196,13 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
     algo = WEFT_ALGO_SEQUENTIAL; /* a shape LL does not take */
   }
   if (algo == WEFT_ALGO_SM) return gemm_ar_sm(comm, p, plan, a, b, c, workspace, stream);
-  if (algo == WEFT_ALGO_SEQUENTIAL || p->m % world) {
-    WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
-    return weft_allreduce(comm, workspace, c, count, p->out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO,
-                          (weft_stream_t)stream);
-  }
-  int done;
-  WEFT_CHECK(weft_gemm_rs_allreduce(comm, p, plan, a, b, c, workspace, stream, &done));
+  int done = 0;
+  if (algo == WEFT_ALGO_COPY_ENGINE && p->m % world == 0)
+    WEFT_CHECK(weft_gemm_rs_allreduce(comm, p, plan, a, b, c, workspace, stream, &done));
   if (done) return WEFT_STATUS_SUCCESS;
-  char *mine = (char *)c + (size_t)comm->local_rank * seg * es;
-  weft_ops_plan_t rs = {WEFT_ALGO_COPY_ENGINE, plan->bn, 0};
-  WEFT_CHECK(weft_gemm_rs_enqueue(comm, p, a, b, mine, workspace, &rs, stream));
-  return weft_allgather(comm, mine, c, seg * es, WEFT_DTYPE_UINT8, WEFT_ALGO_AUTO, (weft_stream_t)stream);
+  WEFT_CHECK(weft_gemm_launch(comm, p, NULL, NULL, a, b, workspace, stream));
+  return weft_allreduce(comm, workspace, c, count, p->out, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO,
+                        (weft_stream_t)stream);
 }
 
 weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,

@@ -24,14 +24,9 @@
  * the waits); the only cross-rank wait, the reduction's, is a bounded kernel wait. Nothing may be
  * a kernel on the side stream while the GEMM holds every SM.
  *
- * GEMM + AllReduce's copy-engine form (weft_gemm_rs_allreduce, for gemm_ar.c) is the same with
- * three differences: the sends and the reduction go chunk by chunk (GEMM_AR_CE_CHUNKS a segment,
- * whole 64-row sub-tiles; the flag counts the chunks sent); the GEMM runs as up to three launches
- * (the rows after this rank's segment, the rows before it, both on every SM, then the segment
- * itself on all but GEMM_AR_CE_SMS SMs) so that the reduction runs on those SMs on the second side
- * stream beside the last launch, each chunk once its rows are stored here and have arrived from
- * every peer; and the reduction stores the sums into every rank's c, ending with a handshake
- * (kernels/gemm_rs.cu). What stays exposed is the reduction of the segment's last chunk.
+ * GEMM + AllReduce's copy-engine form (weft_gemm_rs_allreduce, for gemm_ar.c) is the same call
+ * with c holding every row: the reduction stores this rank's segment into every rank's c (the
+ * AllGather fused into its stores, kernels/gemm_rs.cu) and ends with a handshake.
  *
  * The fused-scatter form (WEFT_ALGO_SM; seeds/001 §3.3's "scatter in the epilogue"): no copy
  * engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER)
@@ -54,11 +49,6 @@
 #define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
 #define GEMM_RS_THREADS 512
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
-/* GEMM + AllReduce's copy-engine form: chunks of a segment that the sends and the reduction
- * follow one by one, and the SMs its reduction takes beside the GEMM of the own segment
- * (WEFT_COMM_SMS or the plan's override it) */
-#define GEMM_AR_CE_CHUNKS 4
-#define GEMM_AR_CE_SMS 16
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -142,29 +132,22 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
   return WEFT_STATUS_SUCCESS;
 }
 
-/* The reduction (kernels/gemm_rs.cu): c = own + every peer's slot (the segment at byte `offset`
- * of each), in chunks of `chunk` elements, chunk j once each peer's arrival flag here reaches
- * expected * (j + 1) and (own_ctr) own_ctr[j] reaches own_expected; push: into every rank's c.
- * grid 0: about GEMM_RS_BYTES_PER_BLOCK of the segment a block, at most one a multiprocessor. */
+/* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot (the segment
+ * at byte `offset` of each), once each peer's arrival flag here reaches `expected`; push: into
+ * every rank's c (the same symmetric address). */
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                     const char *own, char *staging, size_t slot, size_t offset,
-                                    void *c, uint64_t expected, size_t chunk, const uint64_t *own_ctr,
-                                    uint64_t own_expected, int push, int grid, CUstream stream) {
+                                    void *c, uint64_t expected, int push, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  unsigned long long count = (unsigned long long)(p->m / comm->local_world) * (unsigned long long)p->n,
-                     seg = count * weft_dtype_size(p->out);
+  size_t seg = (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out);
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
-  lc.grid[0] = grid                                    ? (unsigned)grid
-               : blocks > (unsigned long long)o->sms ? (unsigned)o->sms
-               : blocks                              ? (unsigned)blocks
-                                                     : 1;
+  lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
   lc.block[0] = GEMM_RS_THREADS;
-  unsigned long long slot_bytes = slot, off = offset, expect = expected, piece = chunk,
-                     own_expect = own_expected;
+  unsigned long long slot_bytes = slot, off = offset, expect = expected,
+                     count = (unsigned long long)(p->m / comm->local_world) * (unsigned long long)p->n;
   int dt = (int)p->out;
-  void *args[] = {(void *)&own, &staging, &slot_bytes, &off,    &c,          &count,      &piece,
-                  &dt,          &o->gemm_rs_flags, &expect, (void *)&own_ctr, &own_expect, &push};
+  void *args[] = {(void *)&own, &staging, &slot_bytes, &off, &c, &count, &dt, &o->gemm_rs_flags, &expect, &push};
   return weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream);
 }
 
@@ -194,43 +177,13 @@ static void gemm_rs_hooks(const weft_comm_t *comm, const weft_gemm_problem_t *p,
   h->notify_sys = 1;
 }
 
-/* The copy engine's sends of both copy-engine forms, on the side stream: for the segments
- * q = rank + 1, rank + 2, ... (weft_swizzle_rs_chunk), chunk by chunk (chunk_rows rows), wait
- * until the GEMM's stored-tile counters (one per nr rows) covering the chunk reach their counts,
- * copy it into slot `rank` of rank q's staging and set rank q's arrival flag of this rank to the
- * chunks sent so far. */
-static weft_status_t gemm_rs_sends(weft_comm_t *comm, const weft_gemm_problem_t *p, const char *ws,
-                                   char *staging, size_t slot, int chunk_rows, int nr, uint64_t units) {
-  weft_ops_t *o = &comm->ops;
-  int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
-  size_t row = (size_t)p->n * weft_dtype_size(p->out), seg = (size_t)seg_rows * row;
-  for (int s = 0; s + 1 < world; s++) {
-    int q = weft_swizzle_rs_chunk(s, me, world, 1);
-    CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15), q);
-    for (int j = 0; j * chunk_rows < seg_rows; j++) {
-      long long r0 = (long long)q * seg_rows + (long long)j * chunk_rows, r1 = r0 + chunk_rows;
-      if (r1 > (long long)(q + 1) * seg_rows) r1 = (long long)(q + 1) * seg_rows;
-      for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
-        long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
-        uint64_t target = units * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
-        WEFT_CU(comm, cuStreamWaitValue64(o->side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
-                                          CU_STREAM_WAIT_VALUE_GEQ));
-      }
-      size_t at = (size_t)(r0 - (long long)q * seg_rows) * row;
-      WEFT_CU(comm, cuMemcpyAsync(dst + at, (CUdeviceptr)(uintptr_t)(ws + (size_t)r0 * row),
-                                  (size_t)(r1 - r0) * row, o->side));
-      WEFT_CU(comm, cuStreamWriteValue64(o->side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q),
-                                         (uint64_t)j + 1, CU_STREAM_WRITE_VALUE_DEFAULT));
-    }
-  }
-  return WEFT_STATUS_SUCCESS;
-}
-
-/* The overlapped form (file comment); 0 in *done when this problem cannot take it (the GEMM's
- * configuration or the counters), nothing enqueued then. */
+/* The copy-engine form (file comment); 0 in *done when this problem cannot take it (the GEMM's
+ * configuration or the counters), nothing enqueued then. push 0: c is this rank's segment; push 1
+ * (GEMM + AllReduce): c holds all m rows on every rank (symmetric), and the reduction stores this
+ * rank's segment into every rank's c. */
 static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                         const weft_ops_plan_t *plan, const void *a, const void *b,
-                                        void *c, char *ws, CUstream stream, int *done) {
+                                        void *c, char *ws, int push, CUstream stream, int *done) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
@@ -245,85 +198,38 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
   char *staging = ws + part;
+  CUstream side = o->side;
   weft_gemm_hooks_t h;
   gemm_rs_hooks(comm, p, &cfg, o->gemm_rs_ctr, nr, &h);
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   WEFT_CHECK(weft_ops_fork(comm, stream));
-  WEFT_CHECK(gemm_rs_sends(comm, p, ws, staging, slot, seg_rows, nr, units));
+  for (int s = 0; s + 1 < world; s++) {
+    int q = weft_swizzle_rs_chunk(s, me, world, 1);
+    long long r0 = (long long)q * seg_rows, r1 = r0 + seg_rows;
+    for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
+      long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
+      uint64_t target = units * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
+      WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
+                                        CU_STREAM_WAIT_VALUE_GEQ));
+    }
+    const char *src = ws + (size_t)q * seg;
+    CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15), q);
+    WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, seg, side));
+    WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q), 1,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
+  }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
   WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
-                            c, 1, (size_t)seg_rows * (size_t)p->n, NULL, 0, 0, 0, stream));
+                            push ? (char *)c + (size_t)me * seg : c, 1, push, stream));
   WEFT_CHECK(weft_ops_join(comm, stream));
   return gemm_rs_reset(comm, counters, stream);
 }
 
-/* Rows [r0, r1) of p as a GEMM of their own (the rows of A and of the partial product from r0
- * on), +1 per stored 64-row sub-tile on ctr[(r0 + row) / nr] (r0 a multiple of nr), on `sms`
- * CTAs (0: every SM). prepare: compile and load only (weft_gemm_prepare). */
-static weft_status_t gemm_rs_rows(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                  const weft_gemm_config_t *cfg, int r0, int r1, int nr, int sms,
-                                  const void *a, const void *b, char *ws, int prepare, CUstream stream) {
-  if (r1 <= r0) return WEFT_STATUS_SUCCESS;
-  weft_gemm_problem_t q = *p;
-  q.m = r1 - r0;
-  weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  h.notify_counters = comm->ops.gemm_rs_ctr + r0 / nr;
-  h.notify_rows = nr;
-  h.notify_sys = 1;
-  h.sms = sms;
-  if (prepare) return weft_gemm_prepare(comm, &q, cfg, &h);
-  const char *ar = (const char *)a + (size_t)r0 * (size_t)p->lda * weft_dtype_size(p->in);
-  return weft_gemm_launch(comm, &q, cfg, &h, ar, b, ws + (size_t)r0 * (size_t)p->n * weft_dtype_size(p->out),
-                          stream);
-}
-
-/* GEMM + AllReduce's copy-engine form (gemm.h). */
 weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                      const weft_ops_plan_t *plan, const void *a, const void *b,
                                      void *c, void *workspace, CUstream stream, int *done) {
-  weft_ops_t *o = &comm->ops;
-  int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
-  char *ws = workspace;
-  weft_gemm_config_t cfg;
-  weft_ops_gemm_config(comm, p, plan, &cfg);
-  /* chunks of the segment: the most, up to GEMM_AR_CE_CHUNKS, of whole 64-row sub-tiles each */
-  int chunks = GEMM_AR_CE_CHUNKS;
-  while (chunks > 1 && (seg_rows % 64 || seg_rows / 64 % chunks)) chunks--;
-  int chunk_rows = seg_rows / chunks, counters = p->m / chunk_rows;
-  *done = p->m % world == 0 && seg_rows % 64 == 0 && (!cfg.splitk || cfg.k_splits == 1) &&
-          counters <= o->gemm_rs_counters;
-  if (!*done) return WEFT_STATUS_SUCCESS;
-  int g = plan->comm_sms ? plan->comm_sms : o->comm_sms ? o->comm_sms : GEMM_AR_CE_SMS;
-  if (g > o->sms / 2) g = o->sms / 2;
-  uint64_t units = weft_gemm_notify_units(p, &cfg);
-  size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
-  gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
-  char *staging = ws + part;
-  int own0 = me * seg_rows, own1 = own0 + seg_rows;
-  /* every specialisation loaded before the side stream waits for any of them */
-  for (int prepare = 1; prepare >= 0; prepare--) {
-    if (!prepare) {
-      WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-      WEFT_CHECK(weft_ops_fork(comm, stream));
-      WEFT_CHECK(gemm_rs_sends(comm, p, ws, staging, slot, chunk_rows, chunk_rows, units));
-    }
-    /* the peers' segments on every SM, from rank + 1's on (the order of the sends) */
-    WEFT_CHECK(gemm_rs_rows(comm, p, &cfg, own1, p->m, chunk_rows, 0, a, b, ws, prepare, stream));
-    WEFT_CHECK(gemm_rs_rows(comm, p, &cfg, 0, own0, chunk_rows, 0, a, b, ws, prepare, stream));
-    if (!prepare) { /* the reduction on g SMs beside the GEMM of the own segment */
-      WEFT_CHECK(weft_ops_fork2(comm, stream));
-      WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
-                                (char *)c + (size_t)me * seg, 1, (size_t)chunk_rows * (size_t)p->n,
-                                o->gemm_rs_ctr + own0 / chunk_rows,
-                                units * (uint64_t)(chunk_rows / 64), 1, g, o->side2));
-    }
-    WEFT_CHECK(gemm_rs_rows(comm, p, &cfg, own0, own1, chunk_rows, o->sms - g, a, b, ws, prepare, stream));
-  }
-  WEFT_CHECK(weft_ops_join(comm, stream));
-  WEFT_CHECK(weft_ops_join2(comm, stream));
-  return gemm_rs_reset(comm, counters, stream);
+  return gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, 1, stream, done);
 }
 
 /* The fused-scatter form (file comment); 0 in *done when this problem cannot take it (a
@@ -354,21 +260,22 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, slot0, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected,
-                            (size_t)seg_rows * (size_t)p->n, NULL, 0, 0, 0, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, 0, stream));
   return gemm_rs_reset(comm, 0, stream);
 }
 
-weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
-                                   const void *b, void *c, void *workspace,
-                                   const weft_ops_plan_t *plan, CUstream stream) {
+/* One weft_gemm_rs call of a checked problem as `plan` (AUTO: by size) into c, [m / world, n]
+ * contiguous, with comm's context current. */
+static weft_status_t gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
+                                     const void *b, void *c, void *workspace,
+                                     const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)
-    WEFT_CHECK(gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, stream, &done));
+    WEFT_CHECK(gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, 0, stream, &done));
   else if (algo == WEFT_ALGO_SM)
     WEFT_CHECK(gemm_rs_fused(comm, p, plan, a, b, c, workspace, stream, &done));
   if (done) return WEFT_STATUS_SUCCESS;
@@ -380,7 +287,7 @@ weft_status_t weft_gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t 
 static weft_status_t gemm_rs_run(weft_comm_t *comm, const void *ctx, const weft_ops_plan_t *plan,
                                  CUstream stream) {
   const weft_gemm_rs_call_t *x = ctx;
-  return weft_gemm_rs_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
+  return gemm_rs_enqueue(comm, x->p, x->a, x->b, x->c, x->workspace, plan, stream);
 }
 
 weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
@@ -396,5 +303,5 @@ weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
   weft_ops_plan_t plan;
   WEFT_CHECK(weft_ops_plan(comm, algo, "gemm_rs", &p, algos, 3, 0, gemm_rs_run, &x, (CUstream)stream, &plan));
-  return weft_gemm_rs_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
+  return gemm_rs_enqueue(comm, &p, a, b, c, workspace, &plan, (CUstream)stream);
 }

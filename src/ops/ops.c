@@ -41,11 +41,9 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "WEFT_COMM_SMS must be a number of SMs below the device's %d", o->sms);
   o->comm_sms = (int)comm_sms;
-  for (int i = 0; i < 2; i++) {
-    WEFT_CU(comm, cuEventCreate(&o->fork[i], CU_EVENT_DISABLE_TIMING));
-    WEFT_CU(comm, cuStreamCreate(i ? &o->side2 : &o->side, CU_STREAM_NON_BLOCKING));
-    WEFT_CU(comm, cuEventCreate(&o->join[i], CU_EVENT_DISABLE_TIMING));
-  }
+  WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
+  WEFT_CU(comm, cuStreamCreate(&o->side, CU_STREAM_NON_BLOCKING));
+  WEFT_CU(comm, cuEventCreate(&o->join, CU_EVENT_DISABLE_TIMING));
   for (size_t i = 0; i < sizeof ops_table / sizeof ops_table[0]; i++) {
     weft_status_t st = ops_table[i].init(comm);
     if (st != WEFT_STATUS_SUCCESS) return st;
@@ -54,23 +52,16 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
   return WEFT_STATUS_SUCCESS;
 }
 
-/* `to` continues after everything so far on `from`, through event ev. */
-static weft_status_t ops_follow(weft_comm_t *comm, CUevent ev, CUstream from, CUstream to) {
-  WEFT_CU(comm, cuEventRecord(ev, from));
-  WEFT_CU(comm, cuStreamWaitEvent(to, ev, 0));
+weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream) {
+  WEFT_CU(comm, cuEventRecord(comm->ops.fork, stream));
+  WEFT_CU(comm, cuStreamWaitEvent(comm->ops.side, comm->ops.fork, 0));
   return WEFT_STATUS_SUCCESS;
 }
-weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream) {
-  return ops_follow(comm, comm->ops.fork[0], stream, comm->ops.side);
-}
+
 weft_status_t weft_ops_join(weft_comm_t *comm, CUstream stream) {
-  return ops_follow(comm, comm->ops.join[0], comm->ops.side, stream);
-}
-weft_status_t weft_ops_fork2(weft_comm_t *comm, CUstream stream) {
-  return ops_follow(comm, comm->ops.fork[1], stream, comm->ops.side2);
-}
-weft_status_t weft_ops_join2(weft_comm_t *comm, CUstream stream) {
-  return ops_follow(comm, comm->ops.join[1], comm->ops.side2, stream);
+  WEFT_CU(comm, cuEventRecord(comm->ops.join, comm->ops.side));
+  WEFT_CU(comm, cuStreamWaitEvent(stream, comm->ops.join, 0));
+  return WEFT_STATUS_SUCCESS;
 }
 
 /* ---- plans and the autotuner ---------------------------------------------------------------- */
@@ -190,10 +181,7 @@ void weft_ops_destroy(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   for (size_t i = sizeof ops_table / sizeof ops_table[0]; i-- > 0;) ops_table[i].destroy(comm);
   if (o->side) weft_cu.cuStreamDestroy(o->side);
-  if (o->side2) weft_cu.cuStreamDestroy(o->side2);
-  for (int i = 0; i < 2; i++) {
-    if (o->join[i]) weft_cu.cuEventDestroy(o->join[i]);
-    if (o->fork[i]) weft_cu.cuEventDestroy(o->fork[i]);
-  }
+  if (o->join) weft_cu.cuEventDestroy(o->join);
+  if (o->fork) weft_cu.cuEventDestroy(o->fork);
   memset(o, 0, sizeof *o);
 }

@@ -62,10 +62,9 @@ typedef struct weft_ops {
   uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
   unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
   size_t a2a_ll_slot;
-  /* fork/join of copy-engine work over the side streams */
-  CUstream side;  /* beside the caller's: copies and consumers that run next to a kernel */
-  CUstream side2; /* a second: a consumer beside both (GEMM + AllReduce's copy-engine form) */
-  CUevent fork[2], join[2];
+  /* fork/join of copy-engine work over the side stream */
+  CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
+  CUevent fork, join;
   int sms;       /* multiprocessors of the device */
   int hbm_gbps;  /* its peak memory bandwidth, GB/s (the GEMM heuristic's decode tiles) */
   int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
@@ -101,9 +100,6 @@ void weft_alltoall_destroy(weft_comm_t *comm);
  * everything on the side stream (join). */
 weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream);
 weft_status_t weft_ops_join(weft_comm_t *comm, CUstream stream);
-/* The same for the second side stream. */
-weft_status_t weft_ops_fork2(weft_comm_t *comm, CUstream stream);
-weft_status_t weft_ops_join2(weft_comm_t *comm, CUstream stream);
 
 /* An overlapped op's algorithm in the autotuner's plan names: "ce", "sm", "ll" or "seq". */
 const char *weft_ops_algo_name(weft_algo_t algo);

@@ -462,8 +462,8 @@ int main(void) {
     /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
      * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
      * small shapes */
-    /* GEMM + AllReduce's copy-engine form: segments of 3 sub-tile rows (3 chunks), fp32 C, and
-     * segments of 200 rows (not whole sub-tiles: the ReduceScatter + AllGather form) */
+    /* GEMM + AllReduce's copy-engine form (its reduction stores into every rank's c): segments
+     * of 192 rows, fp32 C, and segments of 200 rows (not whole 64-row sub-tiles) */
     if (op == OP_AR) {
       one(make(op, world * 192, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
