@@ -21,6 +21,9 @@
  *                         AllReduce SM one-shot: send = sendbuf, n = count, push = 0
  *                         AllReduce two-shot:    send, recv = my 1/world of both, push = 1 (the
  *                                                all-gather is fused into the reduction's stores)
+ *   weft_red_push2      AllReduce two-shot by pushes, for mid sizes (see there): the pull's
+ *                       two-shot without its two handshakes (8 KiB took 17 us of them at 4
+ *                       ranks against LL's 7).
  *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a rank pushes
  *                       2 (world - 1) / world of the array, not world - 1 arrays, for one more
  *                       NVLink hop.
@@ -116,6 +119,73 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
       if (p != me) weft_op_wait(WEFT_FLAGS_RED_DONE, p, e, push ? "allreduce(done)" : "reduce(done)");
     weft_epoch_publish(RED_SLOT, e);
   }
+}
+
+/* ---- push two-shot AllReduce ------------------------------------------------------------------ */
+
+/* Rank q owns segment q: elements [q * per, min((q + 1) * per, n)); block b of the grid owns slice
+ * b of every segment: its elements [b * slice, (b + 1) * slice) (per and slice multiples of 8).
+ * Block b:
+ *   1. puts slice b of every peer q's segment of send into q's staging, slot [e & 1][this rank]
+ *      (at send's offset mod 16, so that every source of the sums shares it), then sets q's
+ *      PUSHED[b][this rank] to e (release after the block's stores);
+ *   2. waits for every peer's PUSHED[b][p] here, sums slice b of this rank's segment in rank order
+ *      (its own part from send, the peers' from staging) and stores the sums into every rank's
+ *      recv, then sets SUMS[b][this rank] to e on every peer;
+ *   3. waits for every peer's SUMS[b][p] here (slice b of every segment is in recv).
+ * No block waits for another block of its own grid. Staging by the parity of e: a rank starts
+ * call e only after finishing e - 1, which needed every peer to have started e - 1, i.e. to have
+ * finished e - 2's reads of that parity (every algorithm's calls return only after every rank has
+ * started them). The flags hold epochs (no reset). In place is safe: a peer overwrites slice b of
+ * segment q in recv (its sums) only after this rank's block b pushed it. stage: [2][world]
+ * [slot_bytes] symmetric. */
+static __device__ __forceinline__ weft_u64_t red_push2_count(int q, weft_u64_t n, weft_u64_t per,
+                                                             weft_u64_t lo, weft_u64_t slice) {
+  weft_u64_t s0 = (weft_u64_t)q * per + lo, end = (weft_u64_t)(q + 1) * per; /* the slice's first */
+  if (end > n) end = n;                                                       /* the segment's end */
+  if (end > s0 + slice) end = s0 + slice;
+  return s0 < end ? end - s0 : 0;
+}
+extern "C" __global__ void __launch_bounds__(512)
+    weft_red_push2(const char *send, char *recv, unsigned long long n, unsigned long long per,
+                   unsigned long long slice, int dtype, char *stage, unsigned long long slot_bytes) {
+  __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
+  __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  unsigned t = threadIdx.x, b = blockIdx.x;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT), es = dtype == WEFT_RED_FP32 ? 4 : 2;
+  weft_u64_t align = (weft_u64_t)send & 15, lo = (weft_u64_t)b * slice;
+  char *parity = stage + (e & 1) * (weft_u64_t)world * slot_bytes;
+  weft_u64_t *pushed = weft_op_flags(WEFT_FLAGS_RED_PUSHED) + (weft_u64_t)b * world;
+  weft_u64_t *sums = weft_op_flags(WEFT_FLAGS_RED_SUMS) + (weft_u64_t)b * world;
+  for (int k = 1; k < world; k++) {
+    int q = (me + k) % world; /* every rank starts with its next neighbour */
+    weft_u64_t cnt = red_push2_count(q, n, per, lo, slice);
+    char *dst = parity + (weft_u64_t)me * slot_bytes + align + lo * es;
+    weft_copy_group((char *)weft_remote_ptr(dst, first + q), send + ((weft_u64_t)q * per + lo) * es,
+                    cnt * es, t, blockDim.x);
+  }
+  __syncthreads();
+  if (t == 0)
+    for (int k = 1; k < world; k++)
+      weft_st_release((weft_u64_t *)weft_remote_ptr(pushed + me, first + (me + k) % world), e);
+  for (int p = (int)t; p < world; p += (int)blockDim.x) {
+    srcs[p] = p == me ? send + ((weft_u64_t)me * per + lo) * es
+                      : parity + (weft_u64_t)p * slot_bytes + align + lo * es;
+    /* own recv first, then the next ranks' (spreads the stores) */
+    dsts[p] = (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * es, first + (me + p) % world);
+    if (p != me) weft_wait_until(pushed + p, WEFT_CMP_GE, e, "allreduce(pushed)", first + p);
+  }
+  __syncthreads();
+  weft_red_sum_range(srcs, world, dsts, world, red_push2_count(me, n, per, lo, slice), dtype, t, blockDim.x);
+  __syncthreads();
+  if (t == 0)
+    for (int k = 1; k < world; k++)
+      weft_st_release((weft_u64_t *)weft_remote_ptr(sums + me, first + (me + k) % world), e);
+  for (int p = (int)t; p < world; p += (int)blockDim.x)
+    if (p != me) weft_wait_until(sums + p, WEFT_CMP_GE, e, "allreduce(sums)", first + p);
+  __syncthreads();
+  if (t == 0) weft_epoch_finish(RED_SLOT, e);
 }
 
 /* ---- LL one-shot AllReduce ------------------------------------------------------------------ */

@@ -76,6 +76,12 @@ typedef unsigned int weft_u32;
                                        neighbour has read of what this rank wrote it */
 #define WEFT_FLAGS_RED_FREED 13 /* copy-engine ReduceScatter: +1 per round once the owner has
                                    reduced it (its staging may be written again) */
+/* AllReduce two-shot by pushes (kernels/reduce.cu weft_red_push2): word block * local world +
+ * sender, set to the epoch; each spans WEFT_RED_PUSH2_FLAG_SLOTS slots (blocks x local world at
+ * most WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS words) */
+#define WEFT_RED_PUSH2_FLAG_SLOTS 4
+#define WEFT_FLAGS_RED_PUSHED 14 /* a sender's slice of this rank's segment landed here */
+#define WEFT_FLAGS_RED_SUMS 18   /* an owner's slice of sums landed in this rank's recvbuf */
 
 /* What a GPU wait writes (host-mapped memory) before it traps, so that the host can say which
  * rank waited for what. status is 0 while nothing was reported. */

@@ -33,11 +33,14 @@ typedef struct weft_ops {
   int gemm_ws_counters;
   /* reduce_scatter and allreduce (kernels/reduce.cu) */
   struct weft_module *red;
-  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_ce_enter, *red_ce_step, *red_ce_wait,
-      *red_ce_reduce, *red_ring;
+  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_push2, *red_ce_enter, *red_ce_step,
+      *red_ce_wait, *red_ce_reduce, *red_ring;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */
+  char *red_push2_buf; /* [2][local_world][red_push2_slot] symmetric: the push two-shot's staging */
+  size_t red_push2_slot;
+  int red_push2_mode; /* WEFT_AR_TWO_SHOT: -1 unset (by size), 0 pull, 1 push (measurements) */
   /* [2 parities][local_world][red_stage_slot] symmetric: the copy-engine RS's staging, the ring
    * RS's */
   unsigned char *red_stage_buf;

@@ -45,6 +45,11 @@
  * one-shot 8.7 / 10.9 / 15.6 us at 128 / 256 / 512 KiB, two-shot 9.3 / 9.8 / 11.8) */
 #define RED_LL2_MIN_BYTES (256u << 10)
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
+/* AllReduce two-shot: by pushes (weft_red_push2: no handshakes, a staging area of twice this
+ * many bytes) up to this many bytes, by pulls (weft_red_pull) above; slices of about
+ * RED_PUSH2_SLICE_BYTES of a segment per block */
+#define RED_PUSH2_MAX_BYTES (8u << 20)
+#define RED_PUSH2_SLICE_BYTES (16u << 10)
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -52,6 +57,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
@@ -61,6 +67,13 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   if (ll && strcmp(ll, "one") && strcmp(ll, "two"))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_LL=%s: one or two", ll);
   o->red_ll_two = ll ? !strcmp(ll, "two") : -1;
+  const char *two = getenv("WEFT_AR_TWO_SHOT");
+  if (two && strcmp(two, "push") && strcmp(two, "pull"))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_TWO_SHOT=%s: push or pull", two);
+  o->red_push2_mode = two ? !strcmp(two, "push") : -1;
+  /* a segment (rounded up to 8 elements, at most 32 bytes more) at any offset mod 16 */
+  o->red_push2_slot = ((RED_PUSH2_MAX_BYTES / (size_t)comm->local_world + 15) & ~(size_t)15) + 48;
+  WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_push2_slot, (void **)&o->red_push2_buf));
   o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
@@ -119,6 +132,25 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &count, &dt, &push};
   return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
+}
+
+/* weft_red_push2 over count elements (at most RED_PUSH2_MAX_BYTES) of send into recv: segments
+ * of per elements (a multiple of 8), each in slices of a block. */
+static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, size_t count,
+                               size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  size_t most = (size_t)WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS / (size_t)comm->local_world;
+  if (most > (size_t)o->sms) most = (size_t)o->sms;
+  size_t blocks = (per * elem + RED_PUSH2_SLICE_BYTES - 1) / RED_PUSH2_SLICE_BYTES;
+  blocks = blocks < 1 ? 1 : blocks > most ? most : blocks;
+  unsigned long long slice = ((per + blocks - 1) / blocks + 7) & ~(size_t)7, n = count, per_ = per,
+                     slot = o->red_push2_slot;
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.block[0] = RED_THREADS;
+  cfg.grid[0] = (unsigned)((per + slice - 1) / slice);
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &n, &per_, &slice, &dt, &o->red_push2_buf, &slot};
+  return weft_kernel_launch(o->red_push2, &cfg, args, stream);
 }
 
 /* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
@@ -312,6 +344,8 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
+    int push = comm->ops.red_push2_mode >= 0 ? comm->ops.red_push2_mode : 1;
+    if (push && bytes <= RED_PUSH2_MAX_BYTES) return red_push2(comm, send, recv, count, per, elem, dtype, s);
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
