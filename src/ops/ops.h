@@ -38,9 +38,10 @@ typedef struct weft_ops {
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */
-  char *red_push2_buf; /* [2][local_world][red_push2_slot] symmetric: the push two-shot's staging */
-  size_t red_push2_slot;
-  int red_push2_mode; /* WEFT_AR_TWO_SHOT: -1 unset (by size), 0 pull, 1 push (measurements) */
+  /* [2][local_world][red_push2_slot] symmetric: the push two-shot's staging, for AllReduces of at
+   * most red_push2_max bytes (WEFT_ALLREDUCE_PUSH_BYTES) */
+  char *red_push2_buf;
+  size_t red_push2_slot, red_push2_max;
   /* [2 parities][local_world][red_stage_slot] symmetric: the copy-engine RS's staging, the ring
    * RS's */
   unsigned char *red_stage_buf;

@@ -45,10 +45,13 @@
  * one-shot 8.7 / 10.9 / 15.6 us at 128 / 256 / 512 KiB, two-shot 9.3 / 9.8 / 11.8) */
 #define RED_LL2_MIN_BYTES (256u << 10)
 #define RED_BYTES_PER_BLOCK (16u << 10) /* grid size: about this much output per block */
-/* AllReduce two-shot: by pushes (weft_red_push2: no handshakes, a staging area of twice this
- * many bytes) up to this many bytes, by pulls (weft_red_pull) above; slices of about
- * RED_PUSH2_SLICE_BYTES of a segment per block */
-#define RED_PUSH2_MAX_BYTES (8u << 20)
+/* AllReduce two-shot: by pushes (weft_red_push2: no handshakes; a staging area of twice
+ * WEFT_ALLREDUCE_PUSH_BYTES) up to WEFT_ALLREDUCE_PUSH_BYTES, by pulls (weft_red_pull) above. On
+ * h200-x4 (2026-11-26, 4 ranks) the pushes took 19.8 / 34.4 / 53.1 / 91.8 / 173 / 340 us at 1 / 4 /
+ * 8 / 16 / 32 / 64 MiB against the pulls' 21.4 / 37.9 / 62.4 / 100.6 / 182 / 340 (2 ranks: 4-8%
+ * faster at 4-64 MiB); 16 MiB keeps the area at 32 MiB. Slices of about RED_PUSH2_SLICE_BYTES of a
+ * segment per block. */
+#define RED_PUSH2_DEFAULT (16u << 20)
 #define RED_PUSH2_SLICE_BYTES (16u << 10)
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
@@ -67,12 +70,13 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   if (ll && strcmp(ll, "one") && strcmp(ll, "two"))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_LL=%s: one or two", ll);
   o->red_ll_two = ll ? !strcmp(ll, "two") : -1;
-  const char *two = getenv("WEFT_AR_TWO_SHOT");
-  if (two && strcmp(two, "push") && strcmp(two, "pull"))
-    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_TWO_SHOT=%s: push or pull", two);
-  o->red_push2_mode = two ? !strcmp(two, "push") : -1;
+  uint64_t push;
+  if (!weft_env_u64("WEFT_ALLREDUCE_PUSH_BYTES", RED_PUSH2_DEFAULT, true, &push) || push > (1ull << 30))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "WEFT_ALLREDUCE_PUSH_BYTES does not parse or exceeds 1 GiB");
+  o->red_push2_max = (size_t)push;
   /* a segment (rounded up to 8 elements, at most 32 bytes more) at any offset mod 16 */
-  o->red_push2_slot = ((RED_PUSH2_MAX_BYTES / (size_t)comm->local_world + 15) & ~(size_t)15) + 48;
+  o->red_push2_slot = ((o->red_push2_max / (size_t)comm->local_world + 15) & ~(size_t)15) + 48;
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_push2_slot, (void **)&o->red_push2_buf));
   o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
@@ -134,7 +138,7 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
   return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
 }
 
-/* weft_red_push2 over count elements (at most RED_PUSH2_MAX_BYTES) of send into recv: segments
+/* weft_red_push2 over count elements (at most WEFT_ALLREDUCE_PUSH_BYTES) of send into recv: segments
  * of per elements (a multiple of 8), each in slices of a block. */
 static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, size_t count,
                                size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
@@ -344,8 +348,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
-    int push = comm->ops.red_push2_mode >= 0 ? comm->ops.red_push2_mode : 1;
-    if (push && bytes <= RED_PUSH2_MAX_BYTES) return red_push2(comm, send, recv, count, per, elem, dtype, s);
+    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, s);
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
