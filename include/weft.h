@@ -339,10 +339,11 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * stores the result into every rank's recvbuf (ReduceScatter and AllGather fused): up to
  * WEFT_ALLREDUCE_PUSH_BYTES (environment, K/M/G suffixes, default 16 MiB, equal on every rank; 0:
  * never) each rank pushes the other ranks' parts of its sendbuf into their staging areas, no
- * handshake; above, every rank reads its part from all sendbufs after a handshake. AUTO: at 2 ranks LL while each rank pushes at most 2 MiB, (world - 1) * count *
- * element size (on two H100s LL beat two-shot up to 2 MiB and lost at 4); at more ranks LL up to
- * its limit; two-shot above; never one-shot,
- * whose in-place restriction would let ranks that differ in in-place-ness choose differently.
+ * handshake; above, every rank reads its part from all sendbufs after a handshake. AUTO: at 2
+ * ranks LL while each rank pushes at most 2 MiB, (world - 1) * count * element size (on two H100s
+ * LL beat two-shot up to 2 MiB and lost at 4); at more ranks LL up to its limit; two-shot above;
+ * never one-shot, whose in-place restriction would let ranks that differ in in-place-ness choose
+ * differently.
  * Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,
