@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
       __syncthreads(); /* the rows are stored */
       AR_STAMP(tr_wait);
       for (int k = 1; k < world; k++) {
-        int q = (me + k) % world; /* every rank starts with its next neighbour */
+        int q = weft_local_next(k) - first;
         weft_u64_t qlo, qn = ar_piece(q, part, lo, cnt, len, &qlo);
         const char *src = partial + (r0 * n + qlo) * es;
         char *dst = staging + (weft_u64_t)me * slot_bytes + item * item_bytes + ((weft_u64_t)src & 15);
@@ -127,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
       AR_STAMP(tr_move);
       if (t == 0)
         for (int k = 1; k < world; k++)
-          weft_red_release((weft_u64_t *)weft_remote_ptr(arrivals + item, first + (me + k) % world), 1);
+          weft_red_release((weft_u64_t *)weft_remote_ptr(arrivals + item, weft_local_next(k)), 1);
       AR_STAMP(tr_rel);
     } else {
       weft_u64_t mlo, mn = ar_piece(me, part, lo, cnt, len, &mlo);
@@ -138,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
       for (int p = (int)t; p < world; p += (int)blockDim.x) {
         srcs[p] = p == me ? partial + off
                           : staging + (weft_u64_t)p * slot_bytes + item * item_bytes + ((weft_u64_t)(partial + off) & 15);
-        dsts[p] = (char *)weft_remote_ptr(c + off, first + (me + p) % world); /* own c first */
+        dsts[p] = (char *)weft_remote_ptr(c + off, weft_local_next(p)); /* own c first */
       }
       __syncthreads();
       AR_STAMP(tr_wait);
@@ -154,10 +154,5 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
            "total %llu ns\n", me, blockIdx.x, scatterer ? "scatter" : "reduce", tr_items, tr_wait,
            tr_move, tr_rel, weft_globaltimer() - tr_start);
 #endif
-  if (t == 0 && weft_epoch_last_block(AR_SLOT)) {
-    weft_op_signal_all(WEFT_FLAGS_GEMM_AR_DONE, e);
-    for (int p = 0; p < world; p++)
-      if (p != me) weft_op_wait(WEFT_FLAGS_GEMM_AR_DONE, p, e, "gemm_ar(done)");
-    weft_epoch_publish(AR_SLOT, e);
-  }
+  if (t == 0) weft_epoch_done_all(AR_SLOT, WEFT_FLAGS_GEMM_AR_DONE, e, "gemm_ar(done)");
 }

@@ -36,8 +36,7 @@ extern "C" __global__ void __launch_bounds__(512)
   weft_u64_t e = push ? weft_epoch_begin(WEFT_EPOCH_GEMM_AR) : 0;
   for (int p = (int)t; p < world; p += (int)blockDim.x) {
     srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset;
-    /* own out first, then the next ranks' (spreads the stores) */
-    dsts[p] = push ? (char *)weft_remote_ptr(out, first + (me + p) % world) : out;
+    dsts[p] = push ? (char *)weft_remote_ptr(out, weft_local_next(p)) : out; /* own first */
     if (p != me) weft_wait_until(flags + p, WEFT_CMP_GE, expected, "gemm_rs(arrival)", first + p);
   }
   __syncthreads();
@@ -45,10 +44,5 @@ extern "C" __global__ void __launch_bounds__(512)
                      blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
   if (!push) return;
   __syncthreads();
-  if (t == 0 && weft_epoch_last_block(WEFT_EPOCH_GEMM_AR)) {
-    weft_op_signal_all(WEFT_FLAGS_GEMM_AR_DONE, e);
-    for (int p = 0; p < world; p++)
-      if (p != me) weft_op_wait(WEFT_FLAGS_GEMM_AR_DONE, p, e, "gemm_ar(done)");
-    weft_epoch_publish(WEFT_EPOCH_GEMM_AR, e);
-  }
+  if (t == 0) weft_epoch_done_all(WEFT_EPOCH_GEMM_AR, WEFT_FLAGS_GEMM_AR_DONE, e, "gemm_ar(done)");
 }

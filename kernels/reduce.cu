@@ -105,20 +105,14 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
   if (blockIdx.x == 0 && t == 0) weft_op_signal_all(WEFT_FLAGS_RED_READY, e);
   for (int p = (int)t; p < world; p += (int)blockDim.x) {
     srcs[p] = (const char *)weft_remote_ptr(send, first + p);
-    int q = (me + p) % world; /* own recv first, then the next ranks' (spreads the stores) */
-    dsts[p] = push ? (char *)weft_remote_ptr(recv, first + q) : recv;
+    dsts[p] = push ? (char *)weft_remote_ptr(recv, weft_local_next(p)) : recv; /* own first */
     if (p != me) weft_op_wait(WEFT_FLAGS_RED_READY, p, e, push ? "allreduce(ready)" : "reduce(ready)");
   }
   __syncthreads();
   weft_red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,
                 blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
   __syncthreads();
-  if (t == 0 && weft_epoch_last_block(RED_SLOT)) {
-    weft_op_signal_all(WEFT_FLAGS_RED_DONE, e);
-    for (int p = 0; p < world; p++)
-      if (p != me) weft_op_wait(WEFT_FLAGS_RED_DONE, p, e, push ? "allreduce(done)" : "reduce(done)");
-    weft_epoch_publish(RED_SLOT, e);
-  }
+  if (t == 0) weft_epoch_done_all(RED_SLOT, WEFT_FLAGS_RED_DONE, e, push ? "allreduce(done)" : "reduce(done)");
 }
 
 /* ---- push two-shot AllReduce ------------------------------------------------------------------ */
@@ -146,6 +140,11 @@ static __device__ __forceinline__ weft_u64_t red_push2_count(int q, weft_u64_t n
   if (end > s0 + slice) end = s0 + slice;
   return s0 < end ? end - s0 : 0;
 }
+/* flag (this rank's word of a flag array) set to e on every peer, with release */
+static __device__ __forceinline__ void red_push2_signal(weft_u64_t *flag, weft_u64_t e) {
+  for (int k = 1; k < weft_state.local_world; k++)
+    weft_st_release((weft_u64_t *)weft_remote_ptr(flag, weft_local_next(k)), e);
+}
 extern "C" __global__ void __launch_bounds__(512)
     weft_red_push2(const char *send, char *recv, unsigned long long n, unsigned long long per,
                    unsigned long long slice, int dtype, char *stage, unsigned long long slot_bytes) {
@@ -159,29 +158,24 @@ extern "C" __global__ void __launch_bounds__(512)
   weft_u64_t *pushed = weft_op_flags(WEFT_FLAGS_RED_PUSHED) + (weft_u64_t)b * world;
   weft_u64_t *sums = weft_op_flags(WEFT_FLAGS_RED_SUMS) + (weft_u64_t)b * world;
   for (int k = 1; k < world; k++) {
-    int q = (me + k) % world; /* every rank starts with its next neighbour */
+    int q = weft_local_next(k) - first;
     weft_u64_t cnt = red_push2_count(q, n, per, lo, slice);
     char *dst = parity + (weft_u64_t)me * slot_bytes + align + lo * es;
     weft_copy_group((char *)weft_remote_ptr(dst, first + q), send + ((weft_u64_t)q * per + lo) * es,
                     cnt * es, t, blockDim.x);
   }
   __syncthreads();
-  if (t == 0)
-    for (int k = 1; k < world; k++)
-      weft_st_release((weft_u64_t *)weft_remote_ptr(pushed + me, first + (me + k) % world), e);
+  if (t == 0) red_push2_signal(pushed + me, e);
   for (int p = (int)t; p < world; p += (int)blockDim.x) {
     srcs[p] = p == me ? send + ((weft_u64_t)me * per + lo) * es
                       : parity + (weft_u64_t)p * slot_bytes + align + lo * es;
-    /* own recv first, then the next ranks' (spreads the stores) */
-    dsts[p] = (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * es, first + (me + p) % world);
+    dsts[p] = (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * es, weft_local_next(p));
     if (p != me) weft_wait_until(pushed + p, WEFT_CMP_GE, e, "allreduce(pushed)", first + p);
   }
   __syncthreads();
   weft_red_sum_range(srcs, world, dsts, world, red_push2_count(me, n, per, lo, slice), dtype, t, blockDim.x);
   __syncthreads();
-  if (t == 0)
-    for (int k = 1; k < world; k++)
-      weft_st_release((weft_u64_t *)weft_remote_ptr(sums + me, first + (me + k) % world), e);
+  if (t == 0) red_push2_signal(sums + me, e);
   for (int p = (int)t; p < world; p += (int)blockDim.x)
     if (p != me) weft_wait_until(sums + p, WEFT_CMP_GE, e, "allreduce(sums)", first + p);
   __syncthreads();

@@ -43,6 +43,13 @@ static __device__ __forceinline__ void *weft_remote_ptr(const void *p, int pe) {
   return (void *)a;
 }
 
+/* The world rank of the local rank k places after this one (k = 0: this rank). Collectives that
+ * push to every rank go to weft_local_next(1), (2), ... in turn, every rank starting with its
+ * next neighbour, so that every link carries alike. */
+static __device__ __forceinline__ int weft_local_next(int k) {
+  return weft_state.node_first_rank + (weft_state.local_rank + k) % weft_state.local_world;
+}
+
 static __device__ __forceinline__ void weft_int_p(int *dst, int value, int pe) {
   *(volatile int *)weft_remote_ptr(dst, pe) = value;
 }
@@ -309,6 +316,18 @@ static __device__ __forceinline__ void weft_op_signal_all(int slot, weft_u64_t e
 /* Wait until local rank p's flag on slot reaches e. */
 static __device__ __forceinline__ void weft_op_wait(int slot, int p, weft_u64_t e, const char *op) {
   weft_wait_until(weft_op_flags(slot) + p, WEFT_CMP_GE, e, op, weft_state.node_first_rank + p);
+}
+/* The end of a kernel whose last block must see every rank finished with call e before any rank
+ * goes on (peers read this rank's buffers or write into them): thread 0 of every block, after
+ * __syncthreads(); the last block (weft_epoch_last_block) sets "done e" on flag slot `flags` of
+ * every rank, waits for every rank's, and publishes e on epoch slot `slot`. */
+static __device__ __forceinline__ void weft_epoch_done_all(int slot, int flags, weft_u64_t e,
+                                                           const char *op) {
+  if (!weft_epoch_last_block(slot)) return;
+  weft_op_signal_all(flags, e);
+  for (int p = 0; p < weft_state.local_world; p++)
+    if (p != weft_state.local_rank) weft_op_wait(flags, p, e, op);
+  weft_epoch_publish(slot, e);
 }
 
 /* sync_all: a barrier of all ranks; weft's barrier already orders memory, so it is the same. */
