@@ -125,6 +125,7 @@ extern "C" __global__ void weft_ag_ring(const char *send, char *recv, unsigned l
 extern "C" __global__ void weft_ag_ll(const unsigned char *send, unsigned char *recv,
                                       unsigned long long bytes, unsigned char *ll,
                                       unsigned long long ll_slot_bytes) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank;
   int peer = blockIdx.x % world, slices = gridDim.x / world, slice = blockIdx.x / world;
   weft_u64_t e = weft_epoch_begin(AG_SLOT);

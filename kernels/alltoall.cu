@@ -284,6 +284,7 @@ extern "C" __global__ void weft_a2a_ll(const char *send, char *recv, unsigned ch
                                        unsigned long long ll_slot,
                                        const __grid_constant__ weft_a2a_plan_t plan,
                                        unsigned long long elem, int v) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
   __shared__ weft_u64_t s_n;
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   unsigned t = threadIdx.x;

@@ -1015,6 +1015,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
+  /* The stream's next kernel, where it is launched for programmatic dependent launch (weft's
+   * small-message collectives: weft_pdl_begin), may be scheduled from now on: its blocks take the
+   * SMs as this grid's CTAs leave them and wait there for this grid to complete, so that an
+   * AllReduce after the GEMM starts without a launch gap. */
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   /* 128B-swizzled TMA boxes and wgmma atoms want 1024-byte alignment. */
   u32 base = (weft_gemm_smem(weft_gemm_dyn_smem) + 1023u) & ~1023u;
   const u32 sA = base;

@@ -148,6 +148,7 @@ static __device__ __forceinline__ void red_push2_signal(weft_u64_t *flag, weft_u
 extern "C" __global__ void __launch_bounds__(512)
     weft_red_push2(const char *send, char *recv, unsigned long long n, unsigned long long per,
                    unsigned long long slice, int dtype, char *stage, unsigned long long slot_bytes) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
@@ -223,6 +224,7 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
                                        unsigned long long bytes, int dtype, unsigned char *ll,
                                        unsigned long long ll_slot_bytes,
                                        unsigned long long seg_stride) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
   unsigned flag = (unsigned)e;
@@ -264,6 +266,7 @@ static __device__ __forceinline__ weft_u64_t red_seg_bytes(weft_u64_t bytes, wef
 extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
                                         unsigned long long bytes, unsigned long long per, int dtype,
                                         unsigned char *ll, unsigned long long ll_slot_bytes) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
   unsigned flag = (unsigned)e;

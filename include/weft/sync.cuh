@@ -4,6 +4,7 @@
  * Provides: weft_ld_acquire (.sys) / weft_ld_acquire_gpu, weft_st_release (.sys) /
  * weft_st_release_gpu, weft_red_release (.sys add) / weft_red_release_gpu, weft_atomic_add,
  * weft_atomic_cas (acq_rel, .sys), weft_fence (fence.acq_rel.sys), weft_quiet, weft_globaltimer,
+ * weft_pdl_begin (the start of a kernel launched for programmatic dependent launch),
  * weft_wait_until (the bounded acquire spin), weft_spin_check (the deadline/abort check that
  * hand-written polls, e.g. the LL ones, call on every spin) and weft_error_record (what a kernel
  * reports to the host: the waits on expiry, weft_alltoallv on disagreeing counts).
@@ -113,6 +114,19 @@ static __device__ __forceinline__ weft_u64_t weft_globaltimer(void) {
   weft_u64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+/* Programmatic dependent launch (weft_launch_config_t.programmatic): the kernel's blocks may be
+ * scheduled while the stream's previous kernel still runs, so that its launch latency hides
+ * behind that kernel. weft_pdl_begin is then the first statement: it waits until the previous
+ * kernel has completed and its writes are visible (griddepcontrol.wait: a no-op for a launch
+ * without the attribute), then lets the stream's next such kernel be scheduled already. Its
+ * blocks wait in their own weft_pdl_begin, beside this grid, which is wholly resident by then
+ * (the next grid is scheduled only once every block of this one has begun): kernels that need
+ * their whole grid resident (the LL forms) stay deadlock-free. */
+static __device__ __forceinline__ void weft_pdl_begin(void) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 static __device__ __forceinline__ int weft_cmp(weft_u64_t v, int cmp, weft_u64_t x) {

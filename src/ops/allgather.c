@@ -154,5 +154,6 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   cfg.grid[0] = (unsigned)comm->local_world * (slices < max_slices ? slices : max_slices);
   unsigned long long slot = o->ag_ll_slot;
   void *args[] = {(void *)&send, &recv, &n, &o->ag_ll_buf, &slot};
+  cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->ag_ll, &cfg, args, stream);
 }

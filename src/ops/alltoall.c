@@ -106,6 +106,7 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
   unsigned long long el = elem, slot = o->a2a_ll_slot;
   if (algo == WEFT_ALGO_LL) {
     void *args[] = {(void *)&send, &recv, &o->a2a_ll_buf, &slot, plan, &el, &v};
+    cfg.programmatic = 1; /* weft_pdl_begin */
     return weft_kernel_launch(o->a2a_ll, &cfg, args, stream);
   }
   void *args[] = {(void *)&send, &recv, &o->a2a_inbox, &o->a2a_ll_buf, &slot, &ll_below, plan, &el, &v};

@@ -154,6 +154,7 @@ static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, 
   cfg.grid[0] = (unsigned)((per + slice - 1) / slice);
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &n, &per_, &slice, &dt, &o->red_push2_buf, &slot};
+  cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->red_push2, &cfg, args, stream);
 }
 
@@ -171,6 +172,7 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
   cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
+  cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->red_ll, &cfg, args, stream);
 }
 
@@ -187,6 +189,7 @@ static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, si
   cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per, &dt, &o->red_ll_buf, &slot};
+  cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->red_ll2, &cfg, args, stream);
 }
 
