@@ -75,6 +75,22 @@
  *                        sub-tile to its segment raised an illegal-instruction error on H100.)
  *                        After the stores complete, +1 (release.sys) on the counter at
  *                        notify_counters + q * peer_stride bytes: each owner's own counter.
+ *   WEFT_GEMM_AR_OWN     [0] 1 (with HOOK_NOTIFY, NOTIFY_SYS and 16-bit OUT (fp32 spilled); no
+ *                        SCATTER, no SPLITK): the own segment of GEMM + AllReduce's copy-engine
+ *                        form, reduced in the epilogue. A tile whose rows lie in [ar_row0,
+ *                        ar_row0 + ar_rows) (params 33, 34: the rank's segment, whole cluster
+ *                        tiles) in the segment's chunk c of ar_chunk_rows rows (param 35) waits
+ *                        until every peer's arrival flag ar_flags[p] (param 32, this rank's,
+ *                        p != ll_rank) is at least c + 1 (peer p's partial of chunks 0..c copied
+ *                        into slot p of ar_staging, param 30: p * ar_slot bytes (param 31) in,
+ *                        rows from ar_row0, row stride N, C's dtype), adds the peers'
+ *                        partials to its fp32 accumulators in rank order, and its storer stores
+ *                        the sums into every rank's C through tm_c_all (param 29); the other
+ *                        tiles store their partial through tm_c. The segment's sums and pushes
+ *                        so run under the mainloops of its later tiles instead of after the
+ *                        GEMM. The waits cannot cycle: every rank computes the other segments
+ *                        (which wait for nothing) before its own, so every copy they feed is
+ *                        made.
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -156,10 +172,16 @@
  *  22  const unsigned long long *ll_epoch  LL: this rank's reduction epoch word (the call's
  *                                       flag is one more); c (param 3) is this rank's LL area
  *  23  unsigned long long ll_slot       LL: bytes of one rank's slot of the area
- *  24  int ll_rank, 25 int ll_world     LL: this rank and the ranks of the area
+ *  24  int ll_rank, 25 int ll_world     LL, AR_OWN: this rank and the ranks of the node
  *  26  const weft_gemm_tmap_t tm_a_own  A_OWN: the own rows' map (as tm_a, dims {K, a_own_rows});
  *                                       otherwise any valid map (e.g. tm_a)
  *  27  int a_own_row0, 28 int a_own_rows  A_OWN: the rows of A that tm_a_own holds
+ *  29  const weft_gemm_tmap_t tm_c_all  AR_OWN: C on every rank, element type of OUT, dims {N, M,
+ *                                       ranks}, strides {ldc*outsize, peer_stride}, box
+ *                                       {128/outsize, 64, 1}, based at rank 0's C; otherwise
+ *                                       any valid map (e.g. tm_a)
+ *  30  const char *ar_staging, 31 unsigned long long ar_slot, 32 const unsigned long long
+ *      *ar_flags, 33 int ar_row0, 34 int ar_rows, 35 int ar_chunk_rows   AR_OWN (see there)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -267,6 +289,13 @@
 #endif
 #ifndef WEFT_GEMM_TIMEOUT_PRINTF
 #define WEFT_GEMM_TIMEOUT_PRINTF 0
+#endif
+#ifndef WEFT_GEMM_AR_OWN
+#define WEFT_GEMM_AR_OWN 0
+#endif
+#if WEFT_GEMM_AR_OWN && (WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || !WEFT_GEMM_HOOK_NOTIFY || \
+                         !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_OUT == 2)
+#error "WEFT_GEMM_AR_OWN is an epilogue of the TMA-store kernel with .sys notifies and 16-bit C, without SCATTER"
 #endif
 /* (literals: the setmaxnreg text.) The split tail's decode beside a hook in 40 producer
  * registers: the fused scatter's storers spilled on 208-column tiles, and the wait cost 1% more
@@ -957,7 +986,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   return w;
 }
 
-#if WEFT_GEMM_HOOK_WAIT
+#if WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_AR_OWN
 /* Bounded spin of the waiter thread on one signal word (written by a peer GPU, the copy
  * engine or the host: .sys acquire). Returns 0 when the signal reached `expected`, 1 on timeout
  * with the last value seen in *observed. The report (printf + trap) is made at the end of the
@@ -999,6 +1028,49 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
 }
 #endif
 
+#if WEFT_GEMM_AR_OWN
+/* AR_OWN: d (this thread's fragment of a 64 x WG_N warpgroup block whose fragment row 0 is
+ * segment row r0 and column 0 is col0; see the fragment layout in the consumer) += every peer's
+ * partial of the same elements, ranks in order, so that the sum has the same bits on every
+ * rank that stores it. One peer at a time, 8 column groups' loads in flight (16 spilled beside
+ * the 128 accumulators of a 256-column block); .cg (past L1): the copies land during the kernel. */
+__device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, u64 slot, int me,
+                                                 int world, int r0, int col0, int N) {
+#pragma unroll 1
+  for (int p = 0; p < world; p++) {
+    if (p == me) continue;
+    const char *base = staging + (u64)p * slot + ((u64)r0 * N + col0) * 2;
+    const u64 down = (u64)8 * N * 2; /* h = 1: 8 rows on */
+#pragma unroll
+    for (int j0 = 0; j0 < WEFT_GEMM_NV; j0 += 8) {
+      u32 x[16];
+#pragma unroll
+      for (int i = 0; i < 16; i++) {
+        const int j = j0 + i / 2;
+        x[i] = 0u;
+        if (j < WEFT_GEMM_NV && col0 + 8 * j < N)
+          asm("ld.global.cg.b32 %0, [%1];" : "=r"(x[i]) : "l"(base + 16 * j + (i & 1 ? down : 0)));
+      }
+#pragma unroll
+      for (int i = 0; i < 16; i++) {
+        const int j = j0 + i / 2, h = i & 1;
+        if (j >= WEFT_GEMM_NV) continue;
+        float lo, hi;
+#if WEFT_GEMM_OUT == 1
+        asm("{.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;}"
+            : "=f"(lo), "=f"(hi)
+            : "r"(x[i]));
+#else
+        lo = __uint_as_float(x[i] << 16), hi = __uint_as_float(x[i] & 0xffff0000u);
+#endif
+        d[4 * j + 2 * h] += lo;
+        d[4 * j + 2 * h + 1] += hi;
+      }
+    }
+  }
+}
+#endif
+
 /* ---------------------------------------------------------------------------------------- */
 /* the kernel                                                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -1012,7 +1084,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               int notify_rows_per_counter, float *splitk_ws, u32 *splitk_counters,
               int k_splits, weft_device_error_t *error, long long ldc, long long peer_stride,
               int tail_tiles, const u64 *ll_epoch, u64 ll_slot, int ll_rank, int ll_world,
-              const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows) {
+              const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows,
+              const __grid_constant__ weft_gemm_tmap_t tm_c_all, const char *ar_staging,
+              u64 ar_slot, const u64 *ar_flags, int ar_row0, int ar_rows, int ar_chunk_rows) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* The stream's next kernel, where it is launched for programmatic dependent launch (weft's
@@ -1080,6 +1154,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   /* A_OWN: whether a tile's rows (from m0) come from tm_a_own */
 #define WEFT_GEMM_IS_OWN(m0) \
   (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
+#if !WEFT_GEMM_AR_OWN
+  (void)ar_staging;
+  (void)ar_slot;
+  (void)ar_flags;
+  (void)ar_row0;
+  (void)ar_rows;
+  (void)ar_chunk_rows;
+#endif
 #if !WEFT_GEMM_LL
   (void)ll_epoch;
   (void)ll_slot;
@@ -1096,6 +1178,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #if !WEFT_GEMM_SPLITK
     asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_c) : "memory");
+#endif
+#if WEFT_GEMM_AR_OWN
+    asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_c_all) : "memory");
 #endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
@@ -1316,6 +1401,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             for (int q = q0; q <= q1; q++)
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
+#elif WEFT_GEMM_AR_OWN
+            if (row >= ar_row0 && row < ar_row0 + ar_rows) /* the sums, into every rank's C */
+              for (int i = 1, q = ll_rank; i <= ll_world; i++) { /* the next rank first */
+                q = q + 1 == ll_world ? 0 : q + 1;
+                weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, q);
+              }
+            else
+              weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
 #else
             weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
 #endif
@@ -1373,6 +1466,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
     const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
     float d[WEFT_GEMM_WG_N / 2];
+#if WEFT_GEMM_AR_OWN
+    int ar_seen = 0; /* AR_OWN: the segment's chunks seen landed from every peer */
+#endif
 #if WEFT_GEMM_STORERS
     /* store rounds handed to this warpgroup's storer (see WEFT_GEMM_STORERS) */
     const u32 st_full = aux + 16 * cw, st_free = st_full + 8;
@@ -1627,6 +1723,28 @@ extern "C" __global__ void __launch_bounds__(384, 1)
          * not stored; the condition is uniform over the warpgroup */
         const int exists = w.m0 + row_off < M && w.n0 + col_off < N;
         const int store = exists && last;
+#if WEFT_GEMM_AR_OWN
+        if (store && w.m0 >= ar_row0 && w.m0 < ar_row0 + ar_rows) {
+          /* the own segment (see WEFT_GEMM_AR_OWN): the peers' partials of the tile's chunk,
+           * once copied (the flags count chunks landed, in order: a wait per new chunk) */
+          const int need = (w.m0 - ar_row0) / ar_chunk_rows + 1; /* chunks landed */
+          if (need > ar_seen) {
+            if (wtid == 0)
+              for (int q = 0; q < ll_world; q++) {
+                u64 seen;
+                if (q != ll_rank && weft_gemm_wait_signal(ar_flags + q, (u64)need, timeout_ns, &seen)) {
+                  weft_gemm_report_timeout(error, w.tile, q, (u64)need, seen);
+                  asm volatile("trap;");
+                }
+              }
+            weft_gemm_named_sync(2 + cw, 128); /* thread 0 acquired: the copies are visible */
+            ar_seen = need;
+          }
+          weft_gemm_ar_add(d, ar_staging, ar_slot, ll_rank, ll_world,
+                           w.m0 + row_off + 16 * warp + lane / 4 - ar_row0,
+                           w.n0 + col_off + 2 * (lane & 3), N);
+        }
+#endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_STORERS
         if (exists && !last) { /* the storer's skip round (see the storers) */
           weft_gemm_mbar_wait(st_free, (st_seq & 1) ^ 1);

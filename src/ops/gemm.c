@@ -32,7 +32,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll;
+  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -378,6 +378,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
     if (h->scatter_stride) GEMM_DEFINE("SCATTER", 1);
   }
   if (h && h->ll_area) GEMM_DEFINE("LL", 1);
+  if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -398,6 +399,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->notify_sys = k->notify && h->notify_sys;
     k->scatter = k->notify && h->scatter_stride != 0;
     k->ll = h->ll_area != NULL;
+    k->ar_own = h->ar_staging != NULL;
   }
 }
 
@@ -614,6 +616,15 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
                     "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);
   if (ll) peer_stride = (long long)comm->heap.stride; /* (param 20: the LL copies' distance) */
+  int ar = h && h->ar_staging, ctile = cfg->bm * cfg->cluster;
+  if (ar && (!h->notify_counters || !h->notify_sys || h->scatter_stride || cfg->splitk ||
+             p->out == WEFT_DTYPE_FP32 || !h->ar_c || h->ar_row0 % ctile || h->ar_rows % ctile ||
+             h->ar_rows < 1 || h->ar_row0 + h->ar_rows > p->m || h->ar_chunk_rows < 1 ||
+             h->ar_chunk_rows % ctile))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the own segment's epilogue reduction needs .sys notifies, the TMA-store "
+                    "epilogue, 16-bit C and rows [%d, +%d) in chunks of %d, whole %d-row cluster "
+                    "tiles, within m %d", h->ar_row0, h->ar_rows, h->ar_chunk_rows, ctile, p->m);
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
@@ -626,7 +637,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: %d splits of %dx%d tiles need more than the %zu-float workspace", ks,
                     tiles_m, tiles_n, o->gemm_ws_floats);
 
-  CUtensorMap ta, tb, tc, town;
+  CUtensorMap ta, tb, tc, town, tcall;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
                     (uint32_t)a_rows(cfg), 0, 0));
   int own = h && h->wait_signals && h->a_own, own_row0 = own ? h->a_own_row0 : 0,
@@ -644,6 +655,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       (uint32_t)(cfg->bn / cfg->cluster), 0, 0));
   else
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK, 0, 0));
+  if (ar) /* C on every rank, based at rank 0's copy */
+    WEFT_CHECK(encode(comm, &tcall, (void *)(uintptr_t)weft_heap_peer(&comm->heap, h->ar_c, 0),
+                      p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
+                      (uint32_t)(128 / out_size(p->out)), 64, comm->local_world,
+                      (long long)comm->heap.stride));
+  else
+    tcall = ta; /* unused */
   if (cfg->splitk) {
     tc = ta; /* unused */
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
@@ -684,9 +702,15 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
       (const uint64_t *)(uintptr_t)comm->heap.mine + WEFT_SYNC_EPOCHS + WEFT_EPOCH_REDUCE;
   unsigned long long ll_slot = ll ? h->ll_slot : 0;
   int rank = comm->local_rank, world = comm->local_world;
+  const char *ar_staging = ar ? h->ar_staging : NULL;
+  unsigned long long ar_slot = ar ? h->ar_slot : 0;
+  const uint64_t *ar_flags = ar ? h->ar_flags : NULL;
+  int ar_row0 = ar ? h->ar_row0 : 0, ar_rows = ar ? h->ar_rows : 0;
+  int ar_chunk = ar ? h->ar_chunk_rows : 1;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride,
-                  &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows};
+                  &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
+                  &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

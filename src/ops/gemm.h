@@ -66,6 +66,18 @@ typedef struct weft_gemm_hooks {
    * weft_reduce_ll_sum then sums */
   unsigned char *ll_area;
   unsigned long long ll_slot;
+  /* GEMM + AllReduce's own segment, reduced in the epilogue (kernels/gemm.cu, WEFT_GEMM_AR_OWN;
+   * needs notify_counters, notify_sys, a TMA-store configuration, 16-bit C, no scatter, and
+   * ar_row0, ar_rows and ar_chunk_rows multiples of the cluster tile's rows): rows [ar_row0,
+   * ar_row0 + ar_rows) get every peer's partial of them added (slot p of ar_staging, p * ar_slot
+   * bytes in, row stride n, once ar_flags[p] counts their chunk of ar_chunk_rows rows: chunk c
+   * has landed when it is above c) and go to ar_c (symmetric, ldc as c) on every rank; the other
+   * rows to c */
+  const char *ar_staging;
+  unsigned long long ar_slot;
+  const uint64_t *ar_flags;
+  void *ar_c;
+  int ar_row0, ar_rows, ar_chunk_rows;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 

@@ -8,8 +8,9 @@
  *     overlapped GEMM + ReduceScatter, its reduction storing this rank's segment into every
  *     rank's c (weft_gemm_rs_allreduce: the AllGather fused into the reduction's stores, which
  *     beat a ReduceScatter then an AllGather, and a reduction on a few SMs beside a last GEMM
- *     launch of the own segment, on 4 H200s: dev/overlap/NOTES.md). Where that form cannot take
- *     the GEMM (split-K), the sequential form.
+ *     launch of the own segment, on 4 H200s: dev/overlap/NOTES.md), or, where gemm_rs.c takes
+ *     it, the GEMM's epilogue reducing the own segment tile by tile (WEFT_GEMM_AR_OWN). Where
+ *     that form cannot take the GEMM (split-K), the sequential form.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
  *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
  *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the

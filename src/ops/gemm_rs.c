@@ -26,7 +26,13 @@
  *
  * GEMM + AllReduce's copy-engine form (weft_gemm_rs_allreduce, for gemm_ar.c) is the same call
  * with c holding every row: the reduction stores this rank's segment into every rank's c (the
- * AllGather fused into its stores, kernels/gemm_rs.cu) and ends with a handshake.
+ * AllGather fused into its stores, kernels/gemm_rs.cu) and ends with a handshake. Where the own
+ * segment's tiles are whole cluster tiles and C is 16-bit (up to GEMM_AR_EPI_MAX_WORLD ranks),
+ * the GEMM's epilogue does that reduction instead, tile by tile as the segment (computed last)
+ * is computed: the peers' partials are copied in chunks of a raster group's rows, each counted
+ * on the arrival flag as it lands, an own tile waits for its chunk, adds the partials to its
+ * accumulators and stores the sums into every rank's c (kernels/gemm.cu, WEFT_GEMM_AR_OWN); the
+ * kernel after the GEMM is then only the handshake.
  *
  * The fused-scatter form (WEFT_ALGO_SM; seeds/001 §3.3's "scatter in the epilogue"): no copy
  * engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER)
@@ -49,6 +55,11 @@
 #define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
 #define GEMM_RS_THREADS 512
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
+/* GEMM + AllReduce's own segment reduced in the GEMM's epilogue (gemm_rs_overlapped) up to this
+ * many ranks: tested and measured at 2 only so far (2 H200s, 2026-11-26: 1-5% faster than the
+ * reduction after the GEMM on the five M = 8192 shapes; bench/results/2026-11-26p-stop28.md);
+ * more ranks keep that reduction until their tests and figures are in. */
+#define GEMM_AR_EPI_MAX_WORLD 2
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -134,18 +145,19 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
 
 /* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot (the segment
  * at byte `offset` of each), once each peer's arrival flag here reaches `expected`; push: into
- * every rank's c (the same symmetric address). */
+ * every rank's c (the same symmetric address). sum 0 (with push): no sums, only the handshake
+ * that ends the call (the GEMM's epilogue stored them: WEFT_GEMM_AR_OWN). */
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                     const char *own, char *staging, size_t slot, size_t offset,
-                                    void *c, uint64_t expected, int push, CUstream stream) {
+                                    void *c, uint64_t expected, int push, int sum, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  size_t seg = (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out);
+  size_t seg = sum ? (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out) : 0;
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
   lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
   lc.block[0] = GEMM_RS_THREADS;
   unsigned long long slot_bytes = slot, off = offset, expect = expected,
-                     count = (unsigned long long)(p->m / comm->local_world) * (unsigned long long)p->n;
+                     count = seg / weft_dtype_size(p->out);
   int dt = (int)p->out;
   void *args[] = {(void *)&own, &staging, &slot_bytes, &off, &c, &count, &dt, &o->gemm_rs_flags, &expect, &push};
   return weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream);
@@ -188,40 +200,58 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
   weft_ops_gemm_config(comm, p, plan, &cfg);
-  /* Counters of nr rows: one per segment when segments are whole 64-row sub-tiles, else one per
+  size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
+  /* GEMM + AllReduce: the own segment (computed last) reduced in the GEMM's epilogue (file
+   * comment), where its tiles are whole, C is 16-bit and the staged copies start at offset 0.
+   * The segments go in chunks of a raster group's rows (the rows the GEMM completes together),
+   * each flagged as it lands, so that an own tile waits for its chunk's copies only (one copy
+   * and flag a segment: its first tiles waited 0.15 ms on 2 H200s). */
+  int ctile = cfg.bm * cfg.cluster, group_rows = cfg.group * ctile;
+  int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 &&
+            seg % 16 == 0 && world <= GEMM_AR_EPI_MAX_WORLD;
+  int chunk_rows = epi && seg_rows > group_rows && seg_rows % group_rows == 0 ? group_rows : seg_rows;
+  /* Counters of nr rows: one per chunk when chunks are whole 64-row sub-tiles, else one per
    * 64-row block (a sender then waits for the blocks its segment touches). Every sub-tile starts
    * at a multiple of 64 rows; a row of them adds `units` (weft_gemm_notify_units). */
-  int nr = seg_rows % 64 == 0 ? seg_rows : 64, counters = (p->m + nr - 1) / nr;
+  int nr = chunk_rows % 64 == 0 ? chunk_rows : 64, counters = (p->m + nr - 1) / nr;
   *done = (!cfg.splitk || cfg.k_splits == 1) && counters <= o->gemm_rs_counters;
   if (!*done) return WEFT_STATUS_SUCCESS;
   uint64_t units = weft_gemm_notify_units(p, &cfg);
-  size_t es = weft_dtype_size(p->out), seg = (size_t)seg_rows * (size_t)p->n * es, part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
   char *staging = ws + part;
   CUstream side = o->side;
   weft_gemm_hooks_t h;
   gemm_rs_hooks(comm, p, &cfg, o->gemm_rs_ctr, nr, &h);
+  if (epi) {
+    h.ar_staging = staging, h.ar_slot = slot, h.ar_flags = o->gemm_rs_flags, h.ar_c = c;
+    h.ar_row0 = me * seg_rows, h.ar_rows = seg_rows, h.ar_chunk_rows = chunk_rows;
+  }
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   WEFT_CHECK(weft_ops_fork(comm, stream));
+  size_t chunk = (size_t)chunk_rows * (size_t)p->n * es;
   for (int s = 0; s + 1 < world; s++) {
     int q = weft_swizzle_rs_chunk(s, me, world, 1);
-    long long r0 = (long long)q * seg_rows, r1 = r0 + seg_rows;
-    for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
-      long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
-      uint64_t target = units * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
-      WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
-                                        CU_STREAM_WAIT_VALUE_GEQ));
+    for (int k = 0; k < seg_rows / chunk_rows; k++) {
+      long long r0 = (long long)q * seg_rows + (long long)k * chunk_rows, r1 = r0 + chunk_rows;
+      for (long long i = r0 / nr; i <= (r1 - 1) / nr; i++) {
+        long long lo = i * nr, hi = lo + nr < p->m ? lo + nr : p->m;
+        uint64_t target = units * (uint64_t)((hi + 63) / 64 - (lo + 63) / 64);
+        WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
+                                          CU_STREAM_WAIT_VALUE_GEQ));
+      }
+      size_t at = (size_t)q * seg + (size_t)k * chunk;
+      CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15) +
+                                                        (size_t)k * chunk, q);
+      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)(ws + at), chunk, side));
+      /* the flag counts the chunks landed (in stream order) */
+      WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q),
+                                         (cuuint64_t)(k + 1), CU_STREAM_WRITE_VALUE_DEFAULT));
     }
-    const char *src = ws + (size_t)q * seg;
-    CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15), q);
-    WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, seg, side));
-    WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q), 1,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT));
   }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
   WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
-                            push ? (char *)c + (size_t)me * seg : c, 1, push, stream));
+                            push ? (char *)c + (size_t)me * seg : c, 1, push, !epi, stream));
   WEFT_CHECK(weft_ops_join(comm, stream));
   return gemm_rs_reset(comm, counters, stream);
 }
@@ -260,7 +290,7 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, slot0, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, 0, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, 0, 1, stream));
   return gemm_rs_reset(comm, 0, stream);
 }
 

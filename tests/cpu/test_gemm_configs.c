@@ -253,6 +253,8 @@ int main(void) {
       {.notify_counters = &ctr},
       {.wait_signals = &sig, .order_table = &table},
       {.wait_signals = &sig, .a_own = &sig}, /* AG+GEMM's own rows from the caller's A */
+      /* GEMM+AR's own segment reduced in the epilogue */
+      {.notify_counters = &ctr, .notify_sys = 1, .ar_staging = (const char *)&table, .ar_flags = &ctr},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
   /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,
@@ -277,6 +279,7 @@ int main(void) {
     fail("weft_gemm_config_width refused 192 columns of [k, n] B");
   add(&pk, &ck, NULL);
   add(&pk, &ck, &hooks[5]);
+  add(&pk, &ck, &hooks[6]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
   choose_132(&pd, GBPS_H100_SXM, &c);

@@ -463,11 +463,16 @@ int main(void) {
      * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
      * small shapes */
     /* GEMM + AllReduce's copy-engine form (its reduction stores into every rank's c): segments
-     * of 192 rows, fp32 C, and segments of 200 rows (not whole 64-row sub-tiles) */
+     * of 192 rows, fp32 C, and segments of 200 rows (not whole 64-row sub-tiles); segments of
+     * whole cluster tiles (256 rows) with 16-bit C, where (at 2 ranks) the own segment is reduced
+     * in the GEMM's epilogue (WEFT_GEMM_AR_OWN): n a tile's multiple or not, both layouts, bf16
+     * and fp16 */
     if (op == OP_AR) {
       one(make(op, world * 192, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 200, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
+      one(make(op, world * 512, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
+      one(make(op, world * 256, 1024, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_COPY_ENGINE));
     }
     if (op == OP_AR) {
       one_form(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 1);
