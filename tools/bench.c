@@ -56,7 +56,7 @@ void bench_init(bench_t *b, const char *suite) {
   weft_cu.cuDriverGetVersion(&drv);
   /* Every rank's device line, gathered so that rank 0 prints them in order. */
   typedef struct { char line[160]; } line_t;
-  line_t *lines = calloc((size_t)b->world, sizeof *lines);
+  line_t *lines = bench_calloc((size_t)b->world, sizeof *lines);
   char name[96] = "?", bus[32] = "?", host[64] = "?";
   weft_cu.cuDeviceGetName(name, sizeof name, b->comm->device);
   weft_cu.cuDeviceGetPCIBusId(bus, sizeof bus, b->comm->device);
@@ -90,7 +90,7 @@ void bench_finish(bench_t *b) {
     fclose(b->json);
   }
   int wrong = b->wrong;
-  int *all = calloc((size_t)b->world, sizeof *all);
+  int *all = bench_calloc((size_t)b->world, sizeof *all);
   all[b->rank] = wrong;
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
   int total = 0;
@@ -113,7 +113,7 @@ double bench_median(double *v, int n) {
 }
 
 double bench_max_across_ranks(bench_t *b, double v) {
-  double *all = calloc((size_t)b->world, sizeof *all);
+  double *all = bench_calloc((size_t)b->world, sizeof *all);
   all[b->rank] = v;
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
   double m = all[0];
@@ -165,14 +165,23 @@ int bench_mm_check(const bench_mm_opts_t *o) {
   return o->iters >= 1 && o->warmup >= 0 && (!strcmp(o->dtype, "bf16") || !strcmp(o->dtype, "fp16"));
 }
 
+void *bench_calloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) {
+    fprintf(stderr, "weft-bench: out of host memory (%zu x %zu bytes)\n", count, size);
+    exit(1);
+  }
+  return p;
+}
+
 void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int barrier, double *us) {
   int n = b->opt.iters;
-  double **t = calloc((size_t)nruns, sizeof *t);
-  for (int r = 0; r < nruns; r++) t[r] = calloc((size_t)n, sizeof(double));
+  double **t = bench_calloc((size_t)nruns, sizeof *t);
+  for (int r = 0; r < nruns; r++) t[r] = bench_calloc((size_t)n, sizeof(double));
   CUevent e0, e1;
   BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
-  CUgraphExec *graph = b->opt.graph ? calloc((size_t)nruns, sizeof *graph) : NULL;
+  CUgraphExec *graph = b->opt.graph ? bench_calloc((size_t)nruns, sizeof *graph) : NULL;
   for (int r = 0; graph && r < nruns; r++) {
     CUgraph g;
     BENCH_CU(cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
@@ -181,7 +190,7 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     BENCH_CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
     BENCH_CU(cuGraphDestroy(g));
   }
-  int *order = malloc((size_t)nruns * sizeof *order);
+  int *order = bench_calloc((size_t)nruns, sizeof *order);
   unsigned long long rng = 0x2545F4914F6CDD1Dull;
   for (int i = -b->opt.warmup; i < n; i++) {
     /* a fresh random order every sample (Fisher-Yates on a fixed-seed xorshift) */

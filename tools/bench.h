@@ -155,6 +155,8 @@ ncclComm_t bench_nccl_init(bench_t *b);
 weft_algo_t bench_parse_algo(const char *name);
 /* -d: the weft and NCCL types of a dtype name (uint8, int32, fp16, bf16, fp32, fp64). */
 void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt);
+/* calloc, or exit with a message (the benchmarks' host arrays). */
+void *bench_calloc(size_t count, size_t size);
 /* n pseudo-random bytes from seed (every byte varies, none is always zero). */
 void bench_fill(void *h, size_t n, unsigned seed);
 

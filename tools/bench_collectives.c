@@ -17,7 +17,7 @@ ncclComm_t bench_nccl_init(bench_t *b) {
   /* NCCL creates NVLink multicast objects unless told not to (DESIGN.md, Safety). */
   const char *mc = getenv("WEFT_ENABLE_MULTICAST");
   if (!mc || strcmp(mc, "1")) setenv("NCCL_NVLS_ENABLE", "0", 1);
-  ncclUniqueId *ids = calloc((size_t)b->world, sizeof *ids);
+  ncclUniqueId *ids = bench_calloc((size_t)b->world, sizeof *ids);
   if (b->rank == 0) NCCL_CHECK(ncclGetUniqueId(&ids[0]));
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, ids, sizeof *ids));
   ncclComm_t nc;
@@ -131,7 +131,8 @@ int main_allgather(int argc, char **argv) {
   x.recv = recv;
   BENCH_CU(cuMemAlloc(&x.send, maxb / b.world + 64));
   BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
-  unsigned char *hsend = malloc(maxb / b.world + 64), *hrecv = malloc(maxb), *want = malloc(maxb);
+  unsigned char *hsend = bench_calloc(1, maxb / b.world + 64), *hrecv = bench_calloc(1, maxb),
+                *want = bench_calloc(1, maxb);
   bench_coll_header(&b, "allgather");
   unsigned round = 0;
   /* WEFT_BENCH_IN_PLACE=1: weft gathers in place (its send is its own slot of recv). */
@@ -261,7 +262,7 @@ static int red_main(int argc, char **argv, int allreduce) {
   }
   BENCH_CU(cuMemAlloc(&x.nsend, maxb));
   BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
-  unsigned char *hsend = malloc(maxb), *hout = malloc(out_max);
+  unsigned char *hsend = bench_calloc(1, maxb), *hout = bench_calloc(1, out_max);
   bench_coll_header(&b, suite);
   const char *tname = x.wt == WEFT_DTYPE_FP16 ? "fp16" : x.wt == WEFT_DTYPE_BF16 ? "bf16" : "fp32";
   unsigned round = 0;
@@ -356,7 +357,8 @@ static void a2a_call(bench_t *b, void *ctx, int which) {
  * n / world per pair; alltoallv the circulant matrix above. Displacements pack the chunks in rank
  * order. */
 static void a2a_counts(a2a_ctx_t *x, int rank, int world, size_t n, unsigned round) {
-  unsigned long long *c = calloc((size_t)world, sizeof *c), *w = calloc((size_t)world, sizeof *w);
+  unsigned long long *c = bench_calloc((size_t)world, sizeof *c),
+                     *w = bench_calloc((size_t)world, sizeof *w);
   unsigned long long wsum = 0, acc = 0;
   for (int j = 0; j < world; j++) {
     unsigned long long h = (unsigned long long)(j + 1) * 0x9E3779B97F4A7C15ull ^ round * 0xC2B2AE3D27D4EB4Full;
@@ -392,7 +394,7 @@ static int a2a_main(int argc, char **argv, int v) {
   x.v = v;
   bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
   x.elem = weft_dtype_size(x.wt);
-  size_t *arrays = calloc(8 * world, sizeof *arrays);
+  size_t *arrays = bench_calloc(8 * world, sizeof *arrays);
   x.scount = arrays, x.sdispl = arrays + world, x.rcount = arrays + 2 * world, x.rdispl = arrays + 3 * world;
   peer = x;
   peer.scount = arrays + 4 * world, peer.sdispl = arrays + 5 * world;
@@ -403,7 +405,8 @@ static int a2a_main(int argc, char **argv, int v) {
   BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
   BENCH_CU(cuMemAlloc(&x.nsend, maxb));
   BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
-  unsigned char *hsend = malloc(maxb), *hpeer = malloc(maxb), *hout[2] = {malloc(maxb), malloc(maxb)};
+  unsigned char *hsend = bench_calloc(1, maxb), *hpeer = bench_calloc(1, maxb),
+                *hout[2] = {bench_calloc(1, maxb), bench_calloc(1, maxb)};
   bench_coll_header(&b, suite);
   unsigned round = 0;
   for (size_t total = b.opt.min_bytes; total <= maxb;

@@ -71,7 +71,7 @@ int main_primitives(int argc, char **argv) {
   BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   int n = b.opt.iters;
-  double *t = calloc((size_t)(n + 1), sizeof *t);
+  double *t = bench_calloc((size_t)(n + 1), sizeof *t);
 
   /* ---- barrier ---- */
   {
@@ -144,7 +144,7 @@ int main_primitives(int argc, char **argv) {
     CUdeviceptr src;
     BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&dst));
     BENCH_CU(cuMemAlloc(&src, maxb));
-    unsigned char *host = malloc(maxb), *back = malloc(maxb);
+    unsigned char *host = bench_calloc(1, maxb), *back = bench_calloc(1, maxb);
     fill_random(host, maxb, (unsigned)(b.rank * 7919 + 17));
     BENCH_CU(cuMemcpyHtoD(src, host, maxb));
     /* cudaMemcpyPeer's equivalent: rank 0 also opens GPU 1 in this process. */
@@ -196,7 +196,7 @@ int main_primitives(int argc, char **argv) {
             BENCH_CHECK(weft_comm_barrier(b.comm));
             if (b.rank == 1) {
               BENCH_CU(cuMemcpyDtoH(back, (CUdeviceptr)(uintptr_t)dst, bytes));
-              unsigned char *want = malloc(bytes);
+              unsigned char *want = bench_calloc(1, bytes);
               fill_random(want, bytes, 17); /* rank 0's data */
               for (size_t j = 0; j < bytes; j++) wrong += back[j] != want[j];
               free(want);

@@ -240,10 +240,10 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
         WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + i), target,
                                           CU_STREAM_WAIT_VALUE_GEQ));
       }
-      size_t at = (size_t)q * seg + (size_t)k * chunk;
-      CUdeviceptr dst = weft_heap_peer(&comm->heap, staging + (size_t)me * slot + ((size_t)q * seg & 15) +
-                                                        (size_t)k * chunk, q);
-      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)(ws + at), chunk, side));
+      const char *src = ws + (size_t)q * seg + (size_t)k * chunk;
+      char *dst = staging + (size_t)me * slot + ((size_t)q * seg & 15) + (size_t)k * chunk;
+      WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, dst, q), (CUdeviceptr)(uintptr_t)src,
+                                  chunk, side));
       /* the flag counts the chunks landed (in stream order) */
       WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q),
                                          (cuuint64_t)(k + 1), CU_STREAM_WRITE_VALUE_DEFAULT));
