@@ -56,9 +56,10 @@
 #define GEMM_RS_THREADS 512
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
 /* GEMM + AllReduce's own segment reduced in the GEMM's epilogue (gemm_rs_overlapped) up to this
- * many ranks: tested and measured at 2 only so far (2 H200s, 2026-11-26: 1-5% faster than the
- * reduction after the GEMM on the five M = 8192 shapes; bench/results/2026-11-26p-stop28.md);
- * more ranks keep that reduction until their tests and figures are in. */
+ * many ranks. H200s, 2026-11-26 (bench/results/2026-11-26p-stop28.md): at 2 ranks 1-5% faster
+ * than the reduction after the GEMM on the five M = 8192 shapes; at 4, correct but 0.03-0.13 ms
+ * slower, its segment being one raster group and so one chunk (the own tiles wait for the copy
+ * of the whole segment that rank + 1 computes just before). */
 #define GEMM_AR_EPI_MAX_WORLD 2
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
