@@ -1154,6 +1154,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   /* A_OWN: whether a tile's rows (from m0) come from tm_a_own */
 #define WEFT_GEMM_IS_OWN(m0) \
   (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
+/* AR_OWN: whether a tile (any of its rows: the segment is whole cluster tiles) is the rank's own */
+#define WEFT_GEMM_AR_IS_OWN(row) (WEFT_GEMM_AR_OWN && (row) >= ar_row0 && (row) < ar_row0 + ar_rows)
 #if !WEFT_GEMM_AR_OWN
   (void)ar_staging;
   (void)ar_slot;
@@ -1402,7 +1404,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
 #elif WEFT_GEMM_AR_OWN
-            if (row >= ar_row0 && row < ar_row0 + ar_rows) /* the sums, into every rank's C */
+            if (WEFT_GEMM_AR_IS_OWN(row)) /* the sums, into every rank's C */
               for (int i = 1, q = ll_rank; i <= ll_world; i++) { /* the next rank first */
                 q = q + 1 == ll_world ? 0 : q + 1;
                 weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, q);
@@ -1724,7 +1726,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int exists = w.m0 + row_off < M && w.n0 + col_off < N;
         const int store = exists && last;
 #if WEFT_GEMM_AR_OWN
-        if (store && w.m0 >= ar_row0 && w.m0 < ar_row0 + ar_rows) {
+        if (store && WEFT_GEMM_AR_IS_OWN(w.m0)) {
           /* the own segment (see WEFT_GEMM_AR_OWN): the peers' partials of the tile's chunk,
            * once copied (the flags count chunks landed, in order: a wait per new chunk) */
           const int need = (w.m0 - ar_row0) / ar_chunk_rows + 1; /* chunks landed */
@@ -1858,6 +1860,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   (void)error;
 #endif
 #undef WEFT_GEMM_IS_OWN
+#undef WEFT_GEMM_AR_IS_OWN
 }
 
 /* Zeroes n u32 counters (split-K counters before their first use). */

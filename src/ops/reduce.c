@@ -348,10 +348,10 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
     /* This rank's 1/world, in multiples of 8 elements so that aligned arrays stay aligned. */
     size_t per = (count + (size_t)comm->local_world - 1) / (size_t)comm->local_world;
     per = (per + 7) & ~(size_t)7;
+    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, s);
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
-    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, s);
     return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
