@@ -27,9 +27,9 @@
  * GEMM + AllReduce's copy-engine form (weft_gemm_rs_allreduce, for gemm_ar.c) is the same call
  * with c holding every row: the reduction stores this rank's segment into every rank's c (the
  * AllGather fused into its stores, kernels/gemm_rs.cu) and ends with a handshake. Where the own
- * segment's tiles are whole cluster tiles and C is 16-bit (up to GEMM_AR_EPI_MAX_WORLD ranks),
- * the GEMM's epilogue does that reduction instead, tile by tile as the segment (computed last)
- * is computed: the peers' partials are copied in chunks of a raster group's rows, each counted
+ * segment's tiles are whole cluster tiles and C is 16-bit, the GEMM's epilogue does that
+ * reduction instead, tile by tile as the segment (computed last) is computed: the peers'
+ * partials are copied in chunks of a raster group's rows (two or more a segment), each counted
  * on the arrival flag as it lands, an own tile waits for its chunk, adds the partials to its
  * accumulators and stores the sums into every rank's c (kernels/gemm.cu, WEFT_GEMM_AR_OWN); the
  * kernel after the GEMM is then only the handshake.
@@ -55,12 +55,6 @@
 #define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
 #define GEMM_RS_THREADS 512
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
-/* GEMM + AllReduce's own segment reduced in the GEMM's epilogue (gemm_rs_overlapped) up to this
- * many ranks. H200s, 2026-11-26 (bench/results/2026-11-26p-stop28.md): at 2 ranks 1-5% faster
- * than the reduction after the GEMM on the five M = 8192 shapes; at 4, correct but 0.03-0.13 ms
- * slower, its segment being one raster group and so one chunk (the own tiles wait for the copy
- * of the whole segment that rank + 1 computes just before). */
-#define GEMM_AR_EPI_MAX_WORLD 2
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -206,10 +200,17 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
    * comment), where its tiles are whole, C is 16-bit and the staged copies start at offset 0.
    * The segments go in chunks of a raster group's rows (the rows the GEMM completes together),
    * each flagged as it lands, so that an own tile waits for its chunk's copies only (one copy
-   * and flag a segment: its first tiles waited 0.15 ms on 2 H200s). */
-  int ctile = cfg.bm * cfg.cluster, group_rows = cfg.group * ctile;
-  int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 &&
-            seg % 16 == 0 && world <= GEMM_AR_EPI_MAX_WORLD;
+   * and flag a segment: its first tiles waited 0.15 ms on 2 H200s). A raster group is half a
+   * segment at most, so that a segment is two chunks or more: at 4 ranks a 2048-row segment was
+   * one group of 8 cluster rows, and the epilogue form 0.03-0.13 ms slower than the reduction
+   * after the GEMM; with groups of 4 (the GEMM alone 0-0.6% slower) 4% faster on 8192x8192x28672
+   * and x29568, 1-2% on x16384x53248, 1-3% slower on 8192x4096x11008 (H200s, 2026-11-26,
+   * bench/results/2026-11-26q-stop29.md). At 2 ranks 1-5% faster on all five M = 8192 shapes. */
+  int ctile = cfg.bm * cfg.cluster;
+  int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 && seg % 16 == 0;
+  if (epi)
+    while (cfg.group > 1 && seg_rows < 2 * cfg.group * ctile) cfg.group /= 2;
+  int group_rows = cfg.group * ctile;
   int chunk_rows = epi && seg_rows > group_rows && seg_rows % group_rows == 0 ? group_rows : seg_rows;
   /* Counters of nr rows: one per chunk when chunks are whole 64-row sub-tiles, else one per
    * 64-row block (a sender then waits for the blocks its segment touches). Every sub-tile starts
