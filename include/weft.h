@@ -101,10 +101,11 @@ typedef struct CUstream_st *weft_stream_t;
 
 typedef struct weft_comm weft_comm_t;
 
-/* heap_size: weft_comm_init takes about 130 MiB of it for the collectives' scratch (the LL areas
+/* heap_size: weft_comm_init takes about 150 MiB of it for the collectives' scratch (the LL areas
  * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
  * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; AllReduce's push staging, twice
- * WEFT_ALLREDUCE_PUSH_BYTES, default 32 MiB; AllToAll's LL area); the rest is the caller's
+ * WEFT_ALLREDUCE_PUSH_BYTES, default 32 MiB; AllReduce's LL128 area, about 4.3 times
+ * WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area); the rest is the caller's
  * weft_malloc. */
 typedef struct weft_comm_config {
   size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
@@ -337,13 +338,16 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * rank's sendbuf whole (not in place: peers still read a rank's sendbuf while it writes its
  * recvbuf); WEFT_ALGO_TWO_SHOT, one kernel in which every rank reduces 1/world of the array and
  * stores the result into every rank's recvbuf (ReduceScatter and AllGather fused): up to
- * WEFT_ALLREDUCE_PUSH_BYTES (environment, K/M/G suffixes, default 16 MiB, equal on every rank; 0:
- * never) each rank pushes the other ranks' parts of its sendbuf into their staging areas, no
- * handshake; above, every rank reads its part from all sendbufs after a handshake. AUTO: at 2
- * ranks LL while each rank pushes at most 2 MiB, (world - 1) * count * element size (on two H100s
- * LL beat two-shot up to 2 MiB and lost at 4); at more ranks LL up to its limit; two-shot above;
- * never one-shot, whose in-place restriction would let ranks that differ in in-place-ness choose
- * differently.
+ * WEFT_ALLREDUCE_LL128_BYTES (environment, K/M/G suffixes, default 4 MiB, equal on every rank; 0:
+ * never; its area, about 4.3 times that, is taken from every rank's heap at weft_comm_init) the
+ * parts and the sums travel in LL128 lines (120 bytes and a flag a 128-byte line: NVLink only),
+ * no handshake; then up to WEFT_ALLREDUCE_PUSH_BYTES (the same rules, default 16 MiB) each rank
+ * pushes the other ranks' parts of its sendbuf into their staging areas, no handshake; above,
+ * every rank reads its part from all sendbufs after a handshake. AUTO: LL below 512 KiB, the
+ * LL128 two-shot from there up to its limit, two-shot above. Where the LL128 form is off: at 2
+ * ranks LL while each rank pushes at most 2 MiB, (world - 1) * count * element size, at more
+ * ranks LL up to its limit, two-shot above. Never one-shot SM, whose in-place restriction would
+ * let ranks that differ in in-place-ness choose differently.
  * Every rank must pass the same algo and count. */
 WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, weft_dtype_t dtype, weft_red_op_t op,

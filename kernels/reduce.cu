@@ -27,6 +27,7 @@
  *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a rank pushes
  *                       2 (world - 1) / world of the array, not world - 1 arrays, for one more
  *                       NVLink hop.
+ *   weft_red_ll128      the same in LL128 lines (120 payload bytes a 128-byte line, weft/ll.cuh).
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
@@ -293,6 +294,68 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
     for (int p = 0; p < world; p++)
       red_ll_put(recv + (weft_u64_t)p * per, red_seg_bytes(bytes, per, p), l,
                  weft_ll_load16(sums + (weft_u64_t)p * seg_slot + l * 16, flag));
+  __syncthreads();
+  if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+
+/* AllReduce two-shot in LL128 lines (weft/ll.cuh): weft_red_ll2's protocol with 120 payload
+ * bytes a 128-byte line instead of 8 a 16-byte one, so a rank pushes 1.07x, not 2x, the bytes of
+ * its pieces and sums. A group of eight lanes moves a line: line L of a segment is its bytes
+ * [120 L, 120 L + 120), lane j its words 15 L + 2 j and + 1 (lane 7: one word and the flag e).
+ * area: [2 parities][2][world][seg_slot] symmetric, of this kernel only: pieces (slot r: rank r's
+ * piece of my segment), then sums (slot r: rank r's segment summed). The group of line L pushes
+ * line L of every segment to its owner, then sums line L of its own segment in rank order and
+ * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
+ * waits only for lines that the other ranks' groups of line L push before they wait for
+ * anything (the whole grid resident), and the parity argument is weft_red_ll2's. */
+extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
+                                          unsigned long long bytes, unsigned long long per, int dtype,
+                                          unsigned char *ll, unsigned long long seg_slot) {
+  weft_pdl_begin(); /* launched programmatic (src/ops) */
+  int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
+  weft_u64_t e = weft_epoch_begin(RED_SLOT);
+  unsigned char *pieces = ll + (e & 1) * 2 * (weft_u64_t)world * seg_slot;
+  unsigned char *sums = pieces + (weft_u64_t)world * seg_slot;
+  int j = threadIdx.x & 7;
+  weft_u64_t lines = (per + WEFT_LL128_PAYLOAD - 1) / WEFT_LL128_PAYLOAD;
+  weft_u64_t g0 = (blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x) / 8, step = gridDim.x * (weft_u64_t)blockDim.x / 8;
+  for (weft_u64_t L = g0; L < lines; L += step) {
+    weft_u64_t w = L * 15 + 2 * j, off = L * WEFT_LL128_LINE;
+    for (int k = 0; k < world; k++) {
+      int p = me + k < world ? me + k : me + k - world;
+      const unsigned char *seg = send + (weft_u64_t)p * per;
+      weft_u64_t n = red_seg_bytes(bytes, per, p);
+      weft_u64_t w0 = red_ll_get(seg, n, w), w1 = j == 7 ? e : red_ll_get(seg, n, w + 1);
+      weft_ll128_store(weft_remote_ptr(pieces + (weft_u64_t)me * seg_slot + off, first + p), w0, w1);
+    }
+  }
+  for (weft_u64_t L = g0; L < lines; L += step) {
+    weft_u64_t off = L * WEFT_LL128_LINE, w0, w1;
+    float acc[8];
+    for (int p = 0; p < world; p++) {
+      weft_ll128_load(pieces + (weft_u64_t)p * seg_slot + off, e, &w0, &w1);
+      weft_red_word_add(acc, (unsigned)w0, dtype, p == 0);
+      weft_red_word_add(acc + 2, (unsigned)(w0 >> 32), dtype, p == 0);
+      weft_red_word_add(acc + 4, (unsigned)w1, dtype, p == 0);
+      weft_red_word_add(acc + 6, (unsigned)(w1 >> 32), dtype, p == 0);
+    }
+    w0 = (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32;
+    w1 = j == 7 ? e : (weft_u64_t)weft_red_word_pack(acc + 4, dtype) | (weft_u64_t)weft_red_word_pack(acc + 6, dtype) << 32;
+    for (int k = 0; k < world; k++) {
+      int p = me + k < world ? me + k : me + k - world;
+      weft_ll128_store(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + off, first + p), w0, w1);
+    }
+  }
+  for (weft_u64_t L = g0; L < lines; L += step) {
+    weft_u64_t w = L * 15 + 2 * j, off = L * WEFT_LL128_LINE, w0, w1;
+    for (int p = 0; p < world; p++) {
+      weft_ll128_load(sums + (weft_u64_t)p * seg_slot + off, e, &w0, &w1);
+      unsigned char *seg = recv + (weft_u64_t)p * per;
+      weft_u64_t n = red_seg_bytes(bytes, per, p);
+      red_ll_put(seg, n, w, w0);
+      if (j != 7) red_ll_put(seg, n, w + 1, w1);
+    }
+  }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }

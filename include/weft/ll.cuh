@@ -144,4 +144,47 @@ static __device__ __forceinline__ void weft_ll_recv_block(void *dst, const void 
   weft_ll_recv_group_(dst, src_ll, n, flag, WEFT_GROUP_BLOCK);
 }
 
+/* ---- LL128: 128-byte lines of 120 payload bytes and an 8-byte flag --------------------------
+ * Eight consecutive lanes of a warp (an aligned group: lanes 8g..8g+7) move a line together, lane
+ * j its bytes [16j, 16j + 16) in one st.volatile / ld.volatile .v2.u64 of the whole group; the
+ * flag is the last 8 bytes (lane 7's second word). The protocol rests on what NCCL's LL128 rests
+ * on: a warp's aligned 128-byte store reaches the peer over NVLink as one unit, so a reader whose
+ * one 128-byte load sees the flag sees the whole line. Not a PTX guarantee (the LL lines above
+ * need only 8-byte single-copy atomicity): use it only over NVLink, and the group must be
+ * converged at each store and load (the __syncwarp in both). Flags are epochs (u64, nonzero),
+ * areas by parity, never shared with another layout (a flag position there could hold data). */
+#define WEFT_LL128_LINE 128
+#define WEFT_LL128_PAYLOAD 120
+/* Bytes of LL128 buffer that carry n payload bytes. */
+#define WEFT_LL128_BYTES(n) ((((n) + WEFT_LL128_PAYLOAD - 1) / WEFT_LL128_PAYLOAD) * WEFT_LL128_LINE)
+
+/* The lanes of this thread's group of eight. */
+static __device__ __forceinline__ unsigned weft_ll128_mask(void) {
+  return 0xffu << (threadIdx.x & 24);
+}
+
+/* Every lane of the group: its 16 bytes {w0, w1} of the line at dst (128-byte aligned, local or a
+ * peer's); lane 7's w1 must be the flag. */
+static __device__ __forceinline__ void weft_ll128_store(void *dst, weft_u64_t w0, weft_u64_t w1) {
+  char *d = (char *)dst + 16 * (threadIdx.x & 7);
+  __syncwarp(weft_ll128_mask());
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(d), "l"(w0), "l"(w1) : "memory");
+}
+
+/* Every lane of the group: waits until the line at src (local, 128-byte aligned) carries flag
+ * and returns its 16 bytes in *w0, *w1 (lane 7's w1 is the flag). */
+static __device__ __forceinline__ void weft_ll128_load(const void *src, weft_u64_t flag,
+                                                       weft_u64_t *w0, weft_u64_t *w1) {
+  const char *s = (const char *)src + 16 * (threadIdx.x & 7);
+  unsigned mask = weft_ll128_mask(), last = (threadIdx.x & 31) | 7;
+  weft_u64_t start = 0;
+  for (unsigned spins = 0;; spins++) {
+    __syncwarp(mask);
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*w0), "=l"(*w1) : "l"(s) : "memory");
+    weft_u64_t f = __shfl_sync(mask, *w1, last);
+    if (f == flag) return;
+    weft_spin_check(spins, &start, "ll128_load", -1, (const weft_u64_t *)src + 15, WEFT_CMP_EQ, flag, f);
+  }
+}
+
 #endif

@@ -40,8 +40,8 @@ typedef struct weft_ops {
   int gemm_ws_counters;
   /* reduce_scatter and allreduce (kernels/reduce.cu) */
   struct weft_module *red;
-  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_push2, *red_ce_enter, *red_ce_step,
-      *red_ce_wait, *red_ce_reduce, *red_ring;
+  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_ll128, *red_push2, *red_ce_enter,
+      *red_ce_step, *red_ce_wait, *red_ce_reduce, *red_ring;
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */
@@ -49,6 +49,10 @@ typedef struct weft_ops {
    * most red_push2_max bytes (WEFT_ALLREDUCE_PUSH_BYTES) */
   char *red_push2_buf;
   size_t red_push2_slot, red_push2_max;
+  /* [2][2][local_world][red_ll128_slot] symmetric: the LL128 two-shot's pieces and sums, for
+   * AllReduces of at most red_ll128_max bytes (WEFT_ALLREDUCE_LL128_BYTES; 0: none) */
+  unsigned char *red_ll128_buf;
+  size_t red_ll128_slot, red_ll128_max;
   /* [2 parities][local_world][red_stage_slot] symmetric: the copy-engine RS's staging, the ring
    * RS's */
   unsigned char *red_stage_buf;

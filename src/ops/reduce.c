@@ -53,6 +53,31 @@
  * segment per block. */
 #define RED_PUSH2_DEFAULT (16u << 20)
 #define RED_PUSH2_SLICE_BYTES (16u << 10)
+/* AllReduce two-shot in LL128 lines (weft_red_ll128) up to WEFT_ALLREDUCE_LL128_BYTES (default
+ * RED_LL128_DEFAULT; its area is about 4.3 times that), the pushes above. h200-x4, 2026-11-26, 4
+ * ranks (bench/results/2026-11-26q-stop29.md): 9.3 / 9.8 / 10.3 / 12.6 / 17.4 / 31.7 / 54.0 us at
+ * 64 KiB / 256 KiB / 512 KiB / 1 / 2 / 4 / 8 MiB against the pushes' 17.0 / 17.1 / 17.6 / 18.8 /
+ * 24.1 / 33.2 / 52.5. */
+#define RED_LL128_DEFAULT (4u << 20)
+/* AUTO's AllReduce: LL below this many bytes, the LL128 two-shot from here up to its limit. Same
+ * runs: 4 ranks LL 10.8-11.1 us at 512 KiB, 16.7 at 1 MiB; 2 ranks LL 6.2 / 7.8 / 11.5 / 18.5 us at
+ * 256 KiB / 512 KiB / 1 / 2 MiB against 7.0 / 7.5 / 9.0 / 14.3. */
+#define RED_LL128_MIN_BYTES (512u << 10)
+#define RED_LL128_PAYLOAD 120 /* weft/ll.cuh's WEFT_LL128_PAYLOAD, of a 128-byte line */
+
+/* Two-shot segments: this rank's 1/world of count elements, in multiples of 8 elements so that
+ * aligned arrays stay aligned. */
+static size_t red_two_shot_per(const weft_comm_t *comm, size_t count) {
+  size_t per = (count + (size_t)comm->local_world - 1) / (size_t)comm->local_world;
+  return (per + 7) & ~(size_t)7;
+}
+
+/* The LL128 area's slot: the LL128 lines of a two-shot segment of an AllReduce of at most
+ * `bytes` (red_two_shot_per rounds up by 8 elements: at most 32 bytes more). */
+static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
+  size_t per = (bytes + (size_t)comm->local_world - 1) / (size_t)comm->local_world + 32;
+  return (per + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD * 128;
+}
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -60,6 +85,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll128", &o->red_ll128));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
@@ -78,6 +104,16 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   /* a segment (rounded up to 8 elements, at most 32 bytes more) at any offset mod 16 */
   o->red_push2_slot = ((o->red_push2_max / (size_t)comm->local_world + 15) & ~(size_t)15) + 48;
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_push2_slot, (void **)&o->red_push2_buf));
+  uint64_t ll128;
+  if (!weft_env_u64("WEFT_ALLREDUCE_LL128_BYTES", RED_LL128_DEFAULT, true, &ll128) || ll128 > (1ull << 30))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "WEFT_ALLREDUCE_LL128_BYTES does not parse or exceeds 1 GiB");
+  o->red_ll128_max = (size_t)ll128;
+  if (o->red_ll128_max) {
+    o->red_ll128_slot = red_ll128_slot(comm, o->red_ll128_max);
+    WEFT_CHECK(weft_malloc(comm, 4 * (size_t)comm->local_world * o->red_ll128_slot,
+                           (void **)&o->red_ll128_buf));
+  }
   o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
@@ -191,6 +227,23 @@ static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, si
   void *args[] = {(void *)&send, &recv, &nbytes, &per, &dt, &o->red_ll_buf, &slot};
   cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->red_ll2, &cfg, args, stream);
+}
+
+/* weft_red_ll128: AllReduce two-shot in LL128 lines over count elements (bytes at most
+ * red_ll128_max), segments of per elements; a group of 8 lanes a line. */
+static weft_status_t red_ll128(weft_comm_t *comm, const char *send, char *recv, size_t count,
+                               size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long nbytes = count * elem, per_bytes = per * elem, slot = o->red_ll128_slot;
+  unsigned long long lines = (per_bytes + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD;
+  unsigned long long blocks = (8 * lines + RED_LL_THREADS - 1) / RED_LL_THREADS;
+  cfg.block[0] = RED_LL_THREADS;
+  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
+  int dt = (int)dtype;
+  void *args[] = {(void *)&send, &recv, &nbytes, &per_bytes, &dt, &o->red_ll128_buf, &slot};
+  cfg.programmatic = 1; /* weft_pdl_begin */
+  return weft_kernel_launch(o->red_ll128, &cfg, args, stream);
 }
 
 weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,
@@ -330,11 +383,16 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* AUTO must choose the same algorithm on every rank, so it may not look at in_place (ranks
    * may differ there, and one-shot cannot run in place): one-shot only when asked for. */
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  /* At 3 ranks or more LL goes two-shot from RED_LL2_MIN_BYTES and beats the SM two-shot up to
-   * its limit (h200-x4, 2026-11-26: 16.7 us at 1 MiB against 21.1; NCCL 19.0). */
-  if (algo == WEFT_ALGO_AUTO)
-    algo = (comm->local_world > 2 ? bytes <= ll_max : red_ll_auto(comm, bytes)) ? WEFT_ALGO_LL
-                                                                                : WEFT_ALGO_TWO_SHOT;
+  /* LL below RED_LL128_MIN_BYTES, the two-shot in LL128 lines from there up to its limit; beyond
+   * it (or with it off), at 3 ranks or more LL up to its limit (two-shot from RED_LL2_MIN_BYTES:
+   * 16.7 us at 1 MiB against the pushes' 18.8 on 4 H200s), at 2 while each rank pushes at most
+   * RED_LL_AUTO_PUSH. */
+  if (algo == WEFT_ALGO_AUTO) {
+    int ll = bytes <= comm->ops.red_ll128_max ? bytes < RED_LL128_MIN_BYTES
+             : comm->local_world > 2          ? bytes <= ll_max
+                                              : red_ll_auto(comm, bytes);
+    algo = ll ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
+  }
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes at %d ranks, not %zu", ll_max, comm->local_world,
            bytes);
@@ -345,9 +403,8 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   CUstream s = (CUstream)stream;
   if (algo == WEFT_ALGO_SM) return red_pull(comm, send, recv, count, elem, dtype, 0, s);
   if (algo == WEFT_ALGO_TWO_SHOT) {
-    /* This rank's 1/world, in multiples of 8 elements so that aligned arrays stay aligned. */
-    size_t per = (count + (size_t)comm->local_world - 1) / (size_t)comm->local_world;
-    per = (per + 7) & ~(size_t)7;
+    size_t per = red_two_shot_per(comm, count);
+    if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, send, recv, count, per, elem, dtype, s);
     if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, s);
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
