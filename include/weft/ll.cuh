@@ -150,8 +150,9 @@ static __device__ __forceinline__ void weft_ll_recv_block(void *dst, const void 
  * flag is the last 8 bytes (lane 7's second word). The protocol rests on what NCCL's LL128 rests
  * on: a warp's aligned 128-byte store reaches the peer over NVLink as one unit, so a reader whose
  * one 128-byte load sees the flag sees the whole line. Not a PTX guarantee (the LL lines above
- * need only 8-byte single-copy atomicity): use it only over NVLink, and the group must be
- * converged at each store and load (the __syncwarp in both). Flags are epochs (u64, nonzero),
+ * need only 8-byte single-copy atomicity): NVLink only (weft_comm_init refuses GPUs without
+ * native peer atomics, i.e. without NVLink), and the group converged at each store and load (the
+ * __syncwarp in both). Flags are epochs (u64, nonzero),
  * areas by parity, never shared with another layout (a flag position there could hold data). */
 #define WEFT_LL128_LINE 128
 #define WEFT_LL128_PAYLOAD 120
