@@ -152,8 +152,8 @@ static __device__ __forceinline__ void weft_ll_recv_block(void *dst, const void 
  * one 128-byte load sees the flag sees the whole line. Not a PTX guarantee (the LL lines above
  * need only 8-byte single-copy atomicity): NVLink only (weft_comm_init refuses GPUs without
  * native peer atomics, i.e. without NVLink), and the group converged at each store and load (the
- * __syncwarp in both). Flags are epochs (u64, nonzero),
- * areas by parity, never shared with another layout (a flag position there could hold data). */
+ * __syncwarp in both). Flags are epochs (u64, nonzero), areas by parity, never shared with
+ * another layout (a flag position there could hold data). */
 #define WEFT_LL128_LINE 128
 #define WEFT_LL128_PAYLOAD 120
 /* Bytes of LL128 buffer that carry n payload bytes. */

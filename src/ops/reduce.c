@@ -5,9 +5,10 @@
  * AllReduce sendbuf, recvbuf [count], both symmetric.
  *
  * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
- * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))], and the staging of the copy-engine
- * and ring ReduceScatters, [2 parities][world][slot] with 2 * world * slot =
- * WEFT_REDUCE_STAGING_BYTES (default 64 MiB).
+ * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))]; AllReduce's two-shot areas, LL128
+ * (ops.h red_ll128_buf) and pushes (red_push2_buf); and the staging of the copy-engine and ring
+ * ReduceScatters, [2 parities][world][slot] with 2 * world * slot = WEFT_REDUCE_STAGING_BYTES
+ * (default 64 MiB).
  */
 #include "ops.h"
 
@@ -63,7 +64,8 @@
  * runs: 4 ranks LL 10.8-11.1 us at 512 KiB, 16.7 at 1 MiB; 2 ranks LL 6.2 / 7.8 / 11.5 / 18.5 us at
  * 256 KiB / 512 KiB / 1 / 2 MiB against 7.0 / 7.5 / 9.0 / 14.3. */
 #define RED_LL128_MIN_BYTES (512u << 10)
-#define RED_LL128_PAYLOAD 120 /* weft/ll.cuh's WEFT_LL128_PAYLOAD, of a 128-byte line */
+#define RED_LL128_LINE 128   /* weft/ll.cuh's WEFT_LL128_LINE */
+#define RED_LL128_PAYLOAD 120 /* and WEFT_LL128_PAYLOAD */
 
 /* Two-shot segments: this rank's 1/world of count elements, in multiples of 8 elements so that
  * aligned arrays stay aligned. */
@@ -76,7 +78,7 @@ static size_t red_two_shot_per(const weft_comm_t *comm, size_t count) {
  * `bytes` (red_two_shot_per rounds up by 8 elements: at most 32 bytes more). */
 static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
   size_t per = (bytes + (size_t)comm->local_world - 1) / (size_t)comm->local_world + 32;
-  return (per + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD * 128;
+  return (per + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD * RED_LL128_LINE;
 }
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
