@@ -90,6 +90,7 @@
 #include <weft/device.cuh>
 
 #define RED_SLOT WEFT_EPOCH_REDUCE
+#define RED_LL128_WORDS (WEFT_LL128_PAYLOAD / 8) /* payload words of an LL128 line */
 
 #include <weft/reduce.cuh>
 
@@ -320,7 +321,7 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
   weft_u64_t lines = (per + WEFT_LL128_PAYLOAD - 1) / WEFT_LL128_PAYLOAD;
   weft_u64_t g0 = (blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x) / 8, step = gridDim.x * (weft_u64_t)blockDim.x / 8;
   for (weft_u64_t L = g0; L < lines; L += step) {
-    weft_u64_t w = L * 15 + 2 * j, off = L * WEFT_LL128_LINE;
+    weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
     for (int k = 0; k < world; k++) {
       int p = me + k < world ? me + k : me + k - world;
       const unsigned char *seg = send + (weft_u64_t)p * per;
@@ -347,7 +348,7 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
     }
   }
   for (weft_u64_t L = g0; L < lines; L += step) {
-    weft_u64_t w = L * 15 + 2 * j, off = L * WEFT_LL128_LINE, w0, w1;
+    weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE, w0, w1;
     for (int p = 0; p < world; p++) {
       weft_ll128_load(sums + (weft_u64_t)p * seg_slot + off, e, &w0, &w1);
       unsigned char *seg = recv + (weft_u64_t)p * per;

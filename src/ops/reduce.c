@@ -196,22 +196,29 @@ static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, 
   return weft_kernel_launch(o->red_push2, &cfg, args, stream);
 }
 
+/* An LL kernel (weft_red_ll, _ll2, _ll128) on `threads` threads of work, RED_LL_THREADS a
+ * block, at most one block an SM (every LL form needs its whole grid resident), launched for
+ * programmatic dependent launch (its weft_pdl_begin). */
+static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, unsigned long long threads,
+                                  void **args, CUstream stream) {
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  unsigned long long blocks = (threads + RED_LL_THREADS - 1) / RED_LL_THREADS;
+  cfg.block[0] = RED_LL_THREADS;
+  cfg.grid[0] = blocks > (unsigned long long)comm->ops.sms ? (unsigned)comm->ops.sms : (unsigned)blocks;
+  cfg.programmatic = 1;
+  return weft_kernel_launch(k, &cfg, args, stream);
+}
+
 /* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
  * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart; send NULL: the reduction
  * only (weft_reduce_ll_sum). */
 static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                             size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
-  cfg.block[0] = RED_LL_THREADS;
-  unsigned long long per_block = RED_LL_LINES * RED_LL_THREADS;
-  unsigned long long blocks = (lines + per_block - 1) / per_block;
-  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
-  cfg.programmatic = 1; /* weft_pdl_begin */
-  return weft_kernel_launch(o->red_ll, &cfg, args, stream);
+  return red_ll_launch(comm, o->red_ll, (lines + RED_LL_LINES - 1) / RED_LL_LINES, args, stream);
 }
 
 /* weft_red_ll2: AllReduce two-shot in LL lines over bytes (at most
@@ -219,16 +226,11 @@ static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, siz
 static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                              weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   size_t world = (size_t)comm->local_world;
   unsigned long long per = (bytes + world * 8 - 1) / (world * 8) * 8, nbytes = bytes, slot = o->red_ll_slot;
-  unsigned long long blocks = (per / 8 + RED_LL_THREADS - 1) / RED_LL_THREADS;
-  cfg.block[0] = RED_LL_THREADS;
-  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per, &dt, &o->red_ll_buf, &slot};
-  cfg.programmatic = 1; /* weft_pdl_begin */
-  return weft_kernel_launch(o->red_ll2, &cfg, args, stream);
+  return red_ll_launch(comm, o->red_ll2, per / 8, args, stream);
 }
 
 /* weft_red_ll128: AllReduce two-shot in LL128 lines over count elements (bytes at most
@@ -236,16 +238,11 @@ static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, si
 static weft_status_t red_ll128(weft_comm_t *comm, const char *send, char *recv, size_t count,
                                size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long nbytes = count * elem, per_bytes = per * elem, slot = o->red_ll128_slot;
   unsigned long long lines = (per_bytes + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD;
-  unsigned long long blocks = (8 * lines + RED_LL_THREADS - 1) / RED_LL_THREADS;
-  cfg.block[0] = RED_LL_THREADS;
-  cfg.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : (unsigned)blocks;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per_bytes, &dt, &o->red_ll128_buf, &slot};
-  cfg.programmatic = 1; /* weft_pdl_begin */
-  return weft_kernel_launch(o->red_ll128, &cfg, args, stream);
+  return red_ll_launch(comm, o->red_ll128, 8 * lines, args, stream);
 }
 
 weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,

@@ -459,14 +459,11 @@ int main(void) {
       if (320 % world == 0)
         one(make(op, 320, 520, 192, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_SM));
     }
-    /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
-     * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
-     * small shapes */
     /* GEMM + AllReduce's copy-engine form (its reduction stores into every rank's c): segments
      * of 192 rows, fp32 C, and segments of 200 rows (not whole 64-row sub-tiles); segments of
-     * whole cluster tiles (256 rows) with 16-bit C, where (at 2 ranks) the own segment is reduced
-     * in the GEMM's epilogue (WEFT_GEMM_AR_OWN): n a tile's multiple or not, both layouts, bf16
-     * and fp16 */
+     * whole cluster tiles (256 and 512 rows) with 16-bit C, where the own segment is reduced in
+     * the GEMM's epilogue (WEFT_GEMM_AR_OWN; 512 rows: two chunks): n a tile's multiple or not,
+     * both layouts, bf16 and fp16 */
     if (op == OP_AR) {
       one(make(op, world * 192, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
@@ -474,6 +471,9 @@ int main(void) {
       one(make(op, world * 512, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 1024, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_COPY_ENGINE));
     }
+    /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
+     * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
+     * small shapes */
     if (op == OP_AR) {
       one_form(make(op, 100, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 1);
       one_form(make(op, 17, 1000, 512, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_LL), 1);
