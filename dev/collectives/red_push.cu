@@ -10,10 +10,11 @@
  * Segment q of the array (elements [q * per, min((q + 1) * per, total))) is owned by rank q.
  * Rounds of slices x piece elements of every segment; slice s of round r is the piece at
  * r * slices * piece + s * piece. Blocks: (world - 1) x slices pushers, then slices reducers
- * (grid world x slices <= 64, at most one block an SM: every block resident).
+ * (grid world x slices <= 128, at most one block an SM: every block resident).
  *   pusher (peer q, slice s): for each round, once owner q has reduced the round that last used
- *     the staging parity (freed count), copies this rank's piece of segment q into q's staging
- *     [parity][this rank][s] and adds 1 to q's arrival count [this rank][s] (release).
+ *     the staging ring's entry (freed count; the ring holds `depth` rounds), copies this rank's
+ *     piece of segment q into q's staging [round % depth][this rank][s] and adds 1 to q's
+ *     arrival count [this rank][s] (release).
  *   reducer (slice s): for each round, once every peer's piece has arrived, sums the ranks'
  *     pieces in rank order (its own from send) in fp32, rounds once and stores the sums in recv
  *     (ReduceScatter: this rank's recv; AllReduce: every rank's recv at the segment's place),
@@ -32,8 +33,8 @@
 
 #define RED_SLOT WEFT_EPOCH_REDUCE
 #define DEV_EPOCH_BASE WEFT_EPOCH_USER0 /* rounds of the earlier calls */
-#define DEV_FLAGS_ARRIVED 20            /* [sender * slices + s] at the owner */
-#define DEV_FLAGS_FREED 21              /* [owner * slices + s] at the sender */
+#define DEV_FLAGS_ARRIVED 24 /* [sender * slices + s] at the owner (two slots: slices x ranks <= 128) */
+#define DEV_FLAGS_FREED 26   /* [owner * slices + s] at the sender (two slots) */
 
 /* The block copies bytes from src to dst, 16-byte vectors 4 in flight a thread where both are
  * aligned, bytes otherwise (a dev program: correct, not fast, at odd offsets). */
@@ -62,12 +63,13 @@ static __device__ __forceinline__ weft_u64_t seg_elems(weft_u64_t total, weft_u6
 }
 
 /* send: [total] elements (ReduceScatter: world segments of per); recv: ReduceScatter [per],
- * AllReduce [total] (symmetric). stage: symmetric [2][world][slices][piece] elements. */
+ * AllReduce [total] (symmetric). stage: symmetric [depth][world][slices][piece] elements. */
 extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, char *recv,
                                                           unsigned long long total,
                                                           unsigned long long per, int dtype,
                                                           int allreduce, char *stage,
-                                                          unsigned long long piece, int slices) {
+                                                          unsigned long long piece, int slices,
+                                                          int depth) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
@@ -77,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, cha
   weft_u64_t elem = dtype == WEFT_RED_FP32 ? 4 : 2, round = (weft_u64_t)slices * piece;
   weft_u64_t rounds = (per + round - 1) / round;
   int pushers = (world - 1) * slices, s = (int)b < pushers ? (int)b % slices : (int)b - pushers;
-#define STAGE(par, r) (stage + ((((weft_u64_t)(par) * world + (r)) * slices + s) * piece) * elem)
+#define STAGE(k, r) (stage + (((((k) % depth) * world + (r)) * slices + s) * piece) * elem)
   if ((int)b < pushers) {
     int q = (me + (int)b / slices + 1) % world;
     if (t == 0) {
@@ -88,11 +90,11 @@ extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, cha
     for (weft_u64_t r = 0; r < rounds; r++) {
       weft_u64_t k = b0 + r, lo = r * round + (weft_u64_t)s * piece;
       weft_u64_t cnt = lo < len ? (len - lo < piece ? len - lo : piece) : 0;
-      if (t == 0 && k >= 2)
-        weft_wait_until(weft_op_flags(DEV_FLAGS_FREED) + q * slices + s, WEFT_CMP_GE, k - 1,
+      if (t == 0 && k >= (weft_u64_t)depth)
+        weft_wait_until(weft_op_flags(DEV_FLAGS_FREED) + q * slices + s, WEFT_CMP_GE, k - depth + 1,
                         "red_push(staging free)", first + q);
       __syncthreads();
-      push_copy((char *)weft_remote_ptr(STAGE(k & 1, me), first + q),
+      push_copy((char *)weft_remote_ptr(STAGE(k, me), first + q),
                 send + ((weft_u64_t)q * per + lo) * elem, cnt * elem);
       __syncthreads();
       if (t == 0) {
@@ -110,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(512) red_push(const char *send, cha
         if (p != me)
           weft_wait_until(weft_op_flags(DEV_FLAGS_ARRIVED) + p * slices + s, WEFT_CMP_GE, k + 1,
                           "red_push(arrival)", first + p);
-        srcs[p] = p == me ? send + ((weft_u64_t)me * per + lo) * elem : STAGE(k & 1, p);
+        srcs[p] = p == me ? send + ((weft_u64_t)me * per + lo) * elem : STAGE(k, p);
         int d = (me + p) % world; /* own recv first, then the next ranks' */
         dsts[p] = allreduce ? (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * elem, first + d)
                             : recv + lo * elem;

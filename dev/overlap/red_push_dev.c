@@ -7,7 +7,8 @@
  * poisoned before every call; then the six calls timed interleaved (dev_time: medians of
  * samples of DEV_BATCH calls, slowest rank). Exit 1 on a wrong value.
  * Usage (device tool): weftrun -n N build/dev/overlap/red_push_dev [-s MiB,0,0]... [-n samples]
- * Options of the push form: RED_PUSH_SLICES (default 64 / N), RED_PUSH_PIECE_KIB (128).
+ * Options of the push form: RED_PUSH_SLICES (default 64 / N; slices x N <= 128), RED_PUSH_PIECE_KIB
+ * (128), RED_PUSH_DEPTH (rounds of staging, default 2: depth x N x slices x piece bytes).
  */
 #include "overlap_dev.h"
 
@@ -24,7 +25,7 @@ typedef struct ctx {
   CUdeviceptr nccl_out;
   size_t bytes; /* input of both ops */
   unsigned long long piece;
-  int slices;
+  int slices, depth;
 } ctx_t;
 
 enum { R_PUSH_RS, R_WEFT_RS, R_NCCL_RS, R_PUSH_AR, R_WEFT_AR, R_NCCL_AR, R_COUNT };
@@ -52,7 +53,7 @@ static void push_launch(ctx_t *x, int allreduce) {
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   cfg.grid[0] = (unsigned)(e->ws * x->slices);
   cfg.block[0] = 512;
-  void *args[] = {&x->send, &x->recv, &total, &per, &dtype, &allreduce, &x->stage, &x->piece, &x->slices};
+  void *args[] = {&x->send, &x->recv, &total, &per, &dtype, &allreduce, &x->stage, &x->piece, &x->slices, &x->depth};
   W(weft_kernel_launch(x->push, &cfg, args, (weft_stream_t)e->s0));
 }
 
@@ -129,8 +130,10 @@ int main(int argc, char **argv) {
   dev_env_t *e = &x.e;
   const char *sl = getenv("RED_PUSH_SLICES"), *pk = getenv("RED_PUSH_PIECE_KIB");
   x.slices = sl ? atoi(sl) : 64 / e->ws;
+  x.depth = getenv("RED_PUSH_DEPTH") ? atoi(getenv("RED_PUSH_DEPTH")) : 2;
   x.piece = (pk ? strtoull(pk, NULL, 10) : 128) << 10 >> 1; /* bf16 elements */
-  if (x.slices < 1 || x.slices * e->ws > 64 || x.piece % 8) DIE("slices x ranks <= 64, piece a multiple of 16 bytes");
+  if (x.slices < 1 || x.slices * e->ws > 128 || x.piece % 8 || x.depth < 2)
+    DIE("slices x ranks <= 128, piece a multiple of 16 bytes, depth >= 2");
   char *src = read_source(WEFT_SOURCE_DIR "/dev/collectives/red_push.cu");
   char batch[32];
   snprintf(batch, sizeof batch, "-DWEFT_RED_BATCH=%d", e->ws);
@@ -139,10 +142,10 @@ int main(int argc, char **argv) {
   W(weft_module_load(e->comm, src, "red_push.cu", opts, 1, &mod));
   W(weft_module_get_kernel(mod, "red_push", &x.push));
   free(src);
-  W(weft_malloc(e->comm, 2ull * (size_t)e->ws * (size_t)x.slices * x.piece * 2, (void **)&x.stage));
+  W(weft_malloc(e->comm, (size_t)x.depth * (size_t)e->ws * (size_t)x.slices * x.piece * 2, (void **)&x.stage));
   if (e->me == 0)
-    printf("# red_push_dev: %d ranks, bf16, %d slices of %llu KiB; us a call (median of %d samples of %d "
-           "calls, slowest rank); ratio = NCCL / push\n#  MiB |", e->ws, x.slices, x.piece * 2 >> 10,
+    printf("# red_push_dev: %d ranks, bf16, %d slices of %llu KiB, depth %d; us a call (median of %d samples of %d "
+           "calls, slowest rank); ratio = NCCL / push\n#  MiB |", e->ws, x.slices, x.piece * 2 >> 10, x.depth,
            e->samples, DEV_BATCH);
   for (int r = 0; r < R_COUNT && e->me == 0; r++) printf(" %9s", run_names[r]);
   if (e->me == 0) printf(" | RS ratio AR ratio\n");
