@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_gemm_ar_reduce(
       __syncthreads(); /* the rows are stored */
       AR_STAMP(tr_wait);
       for (int k = 1; k < world; k++) {
-        int q = weft_local_next(k) - first;
+        int q = weft_local_peer(k);
         weft_u64_t qlo, qn = ar_piece(q, part, lo, cnt, len, &qlo);
         const char *src = partial + (r0 * n + qlo) * es;
         char *dst = staging + (weft_u64_t)me * slot_bytes + item * item_bytes + ((weft_u64_t)src & 15);

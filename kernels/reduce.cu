@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(512)
   weft_u64_t *pushed = weft_op_flags(WEFT_FLAGS_RED_PUSHED) + (weft_u64_t)b * world;
   weft_u64_t *sums = weft_op_flags(WEFT_FLAGS_RED_SUMS) + (weft_u64_t)b * world;
   for (int k = 1; k < world; k++) {
-    int q = weft_local_next(k) - first;
+    int q = weft_local_peer(k);
     weft_u64_t cnt = red_push2_count(q, n, per, lo, slice);
     char *dst = parity + (weft_u64_t)me * slot_bytes + align + lo * es;
     weft_copy_group((char *)weft_remote_ptr(dst, first + q), send + ((weft_u64_t)q * per + lo) * es,
@@ -237,7 +237,7 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
   for (weft_u64_t l = l0; send && l < lines; l += step) {
     weft_u64_t v = red_ll_get(send, bytes, l);
     for (int k = 0; k < world; k++) {
-      int p = me + k < world ? me + k : me + k - world;
+      int p = weft_local_peer(k);
       if (seg_stride) v = red_ll_get(send + (weft_u64_t)p * seg_stride, bytes, l);
       weft_ll_store16(weft_remote_ptr(mine + l * 16, first + p), (unsigned)v, (unsigned)(v >> 32), flag);
     }
@@ -278,7 +278,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
   weft_u64_t l0 = blockIdx.x * (weft_u64_t)blockDim.x + threadIdx.x, step = gridDim.x * (weft_u64_t)blockDim.x;
   for (weft_u64_t l = l0; l < lines; l += step)
     for (int k = 0; k < world; k++) {
-      int p = me + k < world ? me + k : me + k - world;
+      int p = weft_local_peer(k);
       weft_u64_t v = red_ll_get(send + (weft_u64_t)p * per, red_seg_bytes(bytes, per, p), l);
       weft_ll_store16(weft_remote_ptr(pieces + (weft_u64_t)me * seg_slot + l * 16, first + p),
                       (unsigned)v, (unsigned)(v >> 32), flag);
@@ -286,7 +286,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
   for (weft_u64_t l = l0; l < lines; l += step) {
     weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype);
     for (int k = 0; k < world; k++) {
-      int p = me + k < world ? me + k : me + k - world;
+      int p = weft_local_peer(k);
       weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p),
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
@@ -323,7 +323,7 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
     for (int k = 0; k < world; k++) {
-      int p = me + k < world ? me + k : me + k - world;
+      int p = weft_local_peer(k);
       const unsigned char *seg = send + (weft_u64_t)p * per;
       weft_u64_t n = red_seg_bytes(bytes, per, p);
       weft_u64_t w0 = red_ll_get(seg, n, w), w1 = j == 7 ? e : red_ll_get(seg, n, w + 1);
@@ -343,7 +343,7 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
     w0 = (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32;
     w1 = j == 7 ? e : (weft_u64_t)weft_red_word_pack(acc + 4, dtype) | (weft_u64_t)weft_red_word_pack(acc + 6, dtype) << 32;
     for (int k = 0; k < world; k++) {
-      int p = me + k < world ? me + k : me + k - world;
+      int p = weft_local_peer(k);
       weft_ll128_store(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + off, first + p), w0, w1);
     }
   }
@@ -466,8 +466,9 @@ static __device__ __forceinline__ void red_ring_step(const float *in, const char
 /* send: this rank's sendbuf ([world][n] elements); recv: its n sums. stage: the symmetric
  * staging area, [2 parities][slices][per] floats (per a multiple of 4); slices (the grid) is
  * WEFT_MAX_LOCAL_RANKS: the two ring counts are kept per slice, in the flag words that other ops
- * keep per peer (a ring has one neighbour on each side). */
-extern "C" __global__ void __launch_bounds__(512) weft_red_ring(const char *send, char *recv,
+ * keep per peer (a ring has one neighbour on each side). One block an SM (the grid is at most the
+ * SMs): with the bound's default ptxas held the kernel to 64 registers and spilled 20 bytes. */
+extern "C" __global__ void __launch_bounds__(512, 1) weft_red_ring(const char *send, char *recv,
                                                                unsigned long long n, int dtype,
                                                                float *stage, unsigned long long per) {
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;

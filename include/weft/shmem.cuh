@@ -43,11 +43,16 @@ static __device__ __forceinline__ void *weft_remote_ptr(const void *p, int pe) {
   return (void *)a;
 }
 
-/* The world rank of the local rank k places after this one (k = 0: this rank). Collectives that
- * push to every rank go to weft_local_next(1), (2), ... in turn, every rank starting with its
- * next neighbour, so that every link carries alike. */
+/* The local rank k places after this one (k = 0: this rank; 0 <= k < local_world), and its world
+ * rank. Collectives that push to every rank go to weft_local_next(1), (2), ... in turn, every
+ * rank starting with its next neighbour, so that every link carries alike. No `%`: the LL kernels
+ * call it in their per-line loops. */
+static __device__ __forceinline__ int weft_local_peer(int k) {
+  int r = weft_state.local_rank + k;
+  return r < weft_state.local_world ? r : r - weft_state.local_world;
+}
 static __device__ __forceinline__ int weft_local_next(int k) {
-  return weft_state.node_first_rank + (weft_state.local_rank + k) % weft_state.local_world;
+  return weft_state.node_first_rank + weft_local_peer(k);
 }
 
 static __device__ __forceinline__ void weft_int_p(int *dst, int value, int pe) {
