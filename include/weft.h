@@ -103,10 +103,10 @@ typedef struct weft_comm weft_comm_t;
 
 /* heap_size: weft_comm_init takes about 150 MiB of it for the collectives' scratch (the LL areas
  * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
- * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; AllReduce's push staging, twice
- * WEFT_ALLREDUCE_PUSH_BYTES, default 32 MiB; AllReduce's LL128 area, about 4.3 times
- * WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area); the rest is the caller's
- * weft_malloc. */
+ * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; the push staging of AllReduce and
+ * ReduceScatter, twice WEFT_ALLREDUCE_PUSH_BYTES, default 32 MiB; AllReduce's LL128 area, about
+ * 4.3 times WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area); the rest is the
+ * caller's weft_malloc. */
 typedef struct weft_comm_config {
   size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
   int timeout_ms;    /* deadline of every wait; 0: WEFT_TIMEOUT_MS, else 60000 */
@@ -302,12 +302,14 @@ typedef enum weft_red_op {
  *
  * ReduceScatter: recvbuf[i] = sum over ranks r of rank r's sendbuf[rank * recvcount + i].
  * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric): peers read it
- * (WEFT_ALGO_SM), or the copy engines (WEFT_ALGO_COPY_ENGINE) or this rank's kernel
- * (WEFT_ALGO_LL) push it. recvbuf ([recvcount]) is
+ * (WEFT_ALGO_SM above the pushes' limit), or the copy engines (WEFT_ALGO_COPY_ENGINE) or this
+ * rank's kernel (WEFT_ALGO_LL, WEFT_ALGO_SM up to that limit) push it. recvbuf ([recvcount]) is
  * any device memory; in place when recvbuf == sendbuf + rank * recvcount, else it must not
  * overlap sendbuf.
- * Algorithms: WEFT_ALGO_SM, one kernel that pulls this rank's segment from every rank and
- * reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
+ * Algorithms: WEFT_ALGO_SM, one kernel: while recvcount * element size is at most
+ * WEFT_ALLREDUCE_PUSH_BYTES / world, every rank pushes each segment into its owner's part of
+ * AllReduce's push staging (no handshake) and reduces its own; above, every rank pulls its
+ * segment from every rank and reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
  * symmetric staging area (a side stream, one peer at a time) while kernels on the caller's
  * stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a quarter of the segment but
  * at least 4 MiB, at most WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default
@@ -320,8 +322,9 @@ typedef enum weft_red_op {
  * every segment's sum reaches its owner after world - 1 steps; the partials travel in fp32 and
  * are rounded once, but in the ring's order from the owner's right neighbour on, not in rank
  * order (its sums may differ from the other forms' in the last bit).
- * AUTO: LL while each rank pushes at most 2 MiB, (world - 1) * recvcount * element size, SM
- * above (the ring only when asked for: not yet measured). Every rank must pass the same algo and
+ * AUTO: LL while each rank pushes at most 768 KiB, (world - 1) * recvcount * element size, where
+ * the SM form pushes (2 MiB where it pulls), SM above (the ring only when asked for: not yet
+ * measured). Every rank must pass the same algo and
  * recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,

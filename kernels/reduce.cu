@@ -117,24 +117,27 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
   if (t == 0) weft_epoch_done_all(RED_SLOT, WEFT_FLAGS_RED_DONE, e, push ? "allreduce(done)" : "reduce(done)");
 }
 
-/* ---- push two-shot AllReduce ------------------------------------------------------------------ */
+/* ---- push two-shot AllReduce, push ReduceScatter ---------------------------------------------- */
 
 /* Rank q owns segment q: elements [q * per, min((q + 1) * per, n)); block b of the grid owns slice
- * b of every segment: its elements [b * slice, (b + 1) * slice) (per and slice multiples of 8).
- * Block b:
+ * b of every segment: its elements [b * slice, (b + 1) * slice) (slice a multiple of 8; per too
+ * for the AllReduce). Block b:
  *   1. puts slice b of every peer q's segment of send into q's staging, slot [e & 1][this rank]
- *      (at send's offset mod 16, so that every source of the sums shares it), then sets q's
- *      PUSHED[b][this rank] to e (release after the block's stores);
+ *      (at the segment's offset mod 16, so that every source of the sums shares it), then sets
+ *      q's PUSHED[b][this rank] to e (release after the block's stores);
  *   2. waits for every peer's PUSHED[b][p] here, sums slice b of this rank's segment in rank order
- *      (its own part from send, the peers' from staging) and stores the sums into every rank's
- *      recv, then sets SUMS[b][this rank] to e on every peer;
- *   3. waits for every peer's SUMS[b][p] here (slice b of every segment is in recv).
+ *      (its own part from send, the peers' from staging) and stores the sums: gather 1
+ *      (AllReduce) into every rank's recv at the segment's place, then sets SUMS[b][this rank] to
+ *      e on every peer; gather 0 (ReduceScatter) into this rank's recv, [per] elements;
+ *   3. gather 1: waits for every peer's SUMS[b][p] here (slice b of every segment is in recv).
  * No block waits for another block of its own grid. Staging by the parity of e: a rank starts
  * call e only after finishing e - 1, which needed every peer to have started e - 1, i.e. to have
  * finished e - 2's reads of that parity (every algorithm's calls return only after every rank has
- * started them). The flags hold epochs (no reset). In place is safe: a peer overwrites slice b of
- * segment q in recv (its sums) only after this rank's block b pushed it. stage: [2][world]
- * [slot_bytes] symmetric. */
+ * started them; here step 2's PUSHED waits see to it, step 3 is for recv only). The flags hold
+ * epochs (no reset; both ops count on RED_SLOT). In
+ * place is safe: a peer overwrites slice b of segment q in recv (its sums) only after this rank's
+ * block b pushed it; a ReduceScatter's sums overwrite only the elements their thread has read.
+ * stage: [2][world][slot_bytes] symmetric. */
 static __device__ __forceinline__ weft_u64_t red_push2_count(int q, weft_u64_t n, weft_u64_t per,
                                                              weft_u64_t lo, weft_u64_t slice) {
   weft_u64_t s0 = (weft_u64_t)q * per + lo, end = (weft_u64_t)(q + 1) * per; /* the slice's first */
@@ -149,21 +152,23 @@ static __device__ __forceinline__ void red_push2_signal(weft_u64_t *flag, weft_u
 }
 extern "C" __global__ void __launch_bounds__(512)
     weft_red_push2(const char *send, char *recv, unsigned long long n, unsigned long long per,
-                   unsigned long long slice, int dtype, char *stage, unsigned long long slot_bytes) {
+                   unsigned long long slice, int dtype, char *stage, unsigned long long slot_bytes,
+                   int gather) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   unsigned t = threadIdx.x, b = blockIdx.x;
   weft_u64_t e = weft_epoch_begin(RED_SLOT), es = dtype == WEFT_RED_FP32 ? 4 : 2;
-  weft_u64_t align = (weft_u64_t)send & 15, lo = (weft_u64_t)b * slice;
+  weft_u64_t lo = (weft_u64_t)b * slice;
+#define RED_PUSH2_ALIGN(q) (((weft_u64_t)send + (weft_u64_t)(q) * per * es) & 15) /* segment q's */
   char *parity = stage + (e & 1) * (weft_u64_t)world * slot_bytes;
   weft_u64_t *pushed = weft_op_flags(WEFT_FLAGS_RED_PUSHED) + (weft_u64_t)b * world;
   weft_u64_t *sums = weft_op_flags(WEFT_FLAGS_RED_SUMS) + (weft_u64_t)b * world;
   for (int k = 1; k < world; k++) {
     int q = weft_local_peer(k);
     weft_u64_t cnt = red_push2_count(q, n, per, lo, slice);
-    char *dst = parity + (weft_u64_t)me * slot_bytes + align + lo * es;
+    char *dst = parity + (weft_u64_t)me * slot_bytes + RED_PUSH2_ALIGN(q) + lo * es;
     weft_copy_group((char *)weft_remote_ptr(dst, first + q), send + ((weft_u64_t)q * per + lo) * es,
                     cnt * es, t, blockDim.x);
   }
@@ -171,17 +176,24 @@ extern "C" __global__ void __launch_bounds__(512)
   if (t == 0) red_push2_signal(pushed + me, e);
   for (int p = (int)t; p < world; p += (int)blockDim.x) {
     srcs[p] = p == me ? send + ((weft_u64_t)me * per + lo) * es
-                      : parity + (weft_u64_t)p * slot_bytes + align + lo * es;
-    dsts[p] = (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * es, weft_local_next(p));
-    if (p != me) weft_wait_until(pushed + p, WEFT_CMP_GE, e, "allreduce(pushed)", first + p);
+                      : parity + (weft_u64_t)p * slot_bytes + RED_PUSH2_ALIGN(me) + lo * es;
+    dsts[p] = gather ? (char *)weft_remote_ptr(recv + ((weft_u64_t)me * per + lo) * es, weft_local_next(p))
+                     : recv + lo * es;
+    if (p != me)
+      weft_wait_until(pushed + p, WEFT_CMP_GE, e, gather ? "allreduce(pushed)" : "reduce_scatter(pushed)",
+                      first + p);
   }
+#undef RED_PUSH2_ALIGN
   __syncthreads();
-  weft_red_sum_range(srcs, world, dsts, world, red_push2_count(me, n, per, lo, slice), dtype, t, blockDim.x);
+  weft_red_sum_range(srcs, world, dsts, gather ? world : 1, red_push2_count(me, n, per, lo, slice), dtype,
+                     t, blockDim.x);
   __syncthreads();
-  if (t == 0) red_push2_signal(sums + me, e);
-  for (int p = (int)t; p < world; p += (int)blockDim.x)
-    if (p != me) weft_wait_until(sums + p, WEFT_CMP_GE, e, "allreduce(sums)", first + p);
-  __syncthreads();
+  if (gather) {
+    if (t == 0) red_push2_signal(sums + me, e);
+    for (int p = (int)t; p < world; p += (int)blockDim.x)
+      if (p != me) weft_wait_until(sums + p, WEFT_CMP_GE, e, "allreduce(sums)", first + p);
+    __syncthreads();
+  }
   if (t == 0) weft_epoch_finish(RED_SLOT, e);
 }
 

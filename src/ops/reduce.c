@@ -30,6 +30,11 @@
  * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229; pipelined, it still
  * took 875 us at 256 MB on 4 ranks against the pull's 650, h200-x4 2026-11-26). */
 #define RED_LL_AUTO_PUSH (2u << 20)
+/* ReduceScatter where its SM form pushes (a segment within the push staging, red_push2 below):
+ * LL while each rank pushes at most this much. h200-x4, 2026-11-26 (bench/results/
+ * 2026-11-26r-stop30.md section 8), us, LL / pushes: 4 ranks 1 MB total 10.1 / 12.7, 2 MB
+ * 15.0 / 15.0, 4 MB 26.5 / 20.5; 2 ranks 1 MB 7.5 / 8.8, 2 MB 11.3 / 10.2, 4 MB 18.2 / 13.6. */
+#define RED_RS_LL_AUTO_PUSH (768u << 10)
 #define RED_STAGING_DEFAULT (64ull << 20)
 /* Copy-engine ReduceScatter: a segment in about this many rounds, so that the reductions of one
  * round run under the copies of the next, but rounds of at least RED_CE_MIN_PIECE bytes (a
@@ -176,10 +181,12 @@ static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, s
   return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
 }
 
-/* weft_red_push2 over count elements (at most WEFT_ALLREDUCE_PUSH_BYTES) of send into recv: segments
- * of per elements (a multiple of 8), each in slices of a block. */
+/* weft_red_push2 over count elements of send, segments of per elements, each in slices of a
+ * block: gather 1, AllReduce into recv (count at most WEFT_ALLREDUCE_PUSH_BYTES, per a multiple of
+ * 8); gather 0, ReduceScatter of this rank's segment into recv (per at most that over world). */
 static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, size_t count,
-                               size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
+                               size_t per, size_t elem, weft_dtype_t dtype, int gather,
+                               CUstream stream) {
   weft_ops_t *o = &comm->ops;
   size_t most = (size_t)WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS / (size_t)comm->local_world;
   if (most > (size_t)o->sms) most = (size_t)o->sms;
@@ -191,7 +198,7 @@ static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, 
   cfg.block[0] = RED_THREADS;
   cfg.grid[0] = (unsigned)((per + slice - 1) / slice);
   int dt = (int)dtype;
-  void *args[] = {(void *)&send, &recv, &n, &per_, &slice, &dt, &o->red_push2_buf, &slot};
+  void *args[] = {(void *)&send, &recv, &n, &per_, &slice, &dt, &o->red_push2_buf, &slot, &gather};
   cfg.programmatic = 1; /* weft_pdl_begin */
   return weft_kernel_launch(o->red_push2, &cfg, args, stream);
 }
@@ -344,7 +351,11 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  if (algo == WEFT_ALGO_AUTO) algo = red_ll_auto(comm, seg) ? WEFT_ALGO_LL : WEFT_ALGO_SM;
+  int push = seg <= comm->ops.red_push2_max / (size_t)comm->local_world; /* the SM form's pushes */
+  if (algo == WEFT_ALGO_AUTO)
+    algo = weft_ops_ll_auto(comm->local_world, seg, ll_max, push ? RED_RS_LL_AUTO_PUSH : RED_LL_AUTO_PUSH)
+               ? WEFT_ALGO_LL
+               : WEFT_ALGO_SM;
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
            comm->local_world, seg);
@@ -353,6 +364,9 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
   if (algo == WEFT_ALGO_RING) return rs_ring(comm, send, recv, recvcount, dtype, s);
   if (algo == WEFT_ALGO_LL) return red_ll(comm, send, recv, seg, seg, dtype, s);
+  /* SM: by pushes where a segment fits the push two-shot's staging, by pulls above */
+  if (push)
+    return red_push2(comm, send, recv, recvcount * (size_t)comm->local_world, recvcount, elem, dtype, 0, s);
   return red_pull(comm, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }
 
@@ -404,7 +418,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   if (algo == WEFT_ALGO_TWO_SHOT) {
     size_t per = red_two_shot_per(comm, count);
     if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, send, recv, count, per, elem, dtype, s);
-    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, s);
+    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, 1, s);
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
