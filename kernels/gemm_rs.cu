@@ -24,6 +24,13 @@
 #include <weft/device.cuh>
 #include <weft/reduce.cuh>
 
+/* A peer's arrival flag here reaching `expected`. Out of line: inlined, the wait's deadline
+ * bookkeeping stayed live into the sum loop, and 128 registers spilled 8 bytes. */
+static __device__ __noinline__ void gemm_rs_arrival(const unsigned long long *flag,
+                                                    unsigned long long expected, int pe) {
+  weft_wait_until(flag, WEFT_CMP_GE, expected, "gemm_rs(arrival)", pe);
+}
+
 /* 512 threads (src/ops/gemm_rs.c, GEMM_RS_THREADS) */
 extern "C" __global__ void __launch_bounds__(512)
     weft_gemm_rs_reduce(const char *own, const char *staging, unsigned long long slot_bytes,
@@ -37,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(512)
   for (int p = (int)t; p < world; p += (int)blockDim.x) {
     srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset;
     dsts[p] = push ? (char *)weft_remote_ptr(out, weft_local_next(p)) : out; /* own first */
-    if (p != me) weft_wait_until(flags + p, WEFT_CMP_GE, expected, "gemm_rs(arrival)", first + p);
+    if (p != me) gemm_rs_arrival(flags + p, expected, first + p);
   }
   __syncthreads();
   weft_red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,

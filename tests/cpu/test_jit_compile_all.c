@@ -1,7 +1,8 @@
 /*
  * test_jit_compile_all.c — NVRTC compiles, for sm_90a, everything embedded in libweft: each
  * device-library header alone (a one-line TU that includes it), all headers together, and each
- * kernel file (kernels/NAME.cu) once per variant it declares. Iterates the embedded table, so
+ * kernel file (kernels/NAME.cu) once per variant it declares, where a register spill fails it
+ * (kernels/gemm.cu's configurations: test_gemm_configs.c). Iterates the embedded table, so
  * new headers and kernels are covered without editing this file. Needs no GPU; the cache is off
  * so that every compile really runs.
  *
@@ -19,6 +20,10 @@
 
 static int failures, compiles;
 
+/* ptxas's warning for a kernel whose registers spill to local memory (kernels are compiled with
+ * --warn-on-spills: a spill in a copy or sum loop costs its bandwidth) */
+#define SPILL_FLAG "--ptxas-options=--warn-on-spills"
+
 static void compile(const char *what, const char *source, const char *name,
                     const char *const *options, int num_options) {
   void *cubin = NULL;
@@ -32,6 +37,9 @@ static void compile(const char *what, const char *source, const char *name,
     failures++;
     printf("FAIL %-48s %6.2f s: %s\n%s\n", what, s, weft_get_error_string(st),
            log ? log : weft_get_last_error());
+  } else if (log && strstr(log, "spilled")) {
+    failures++;
+    printf("FAIL %-48s %6.2f s: registers spilled\n%s\n", what, s, log);
   } else {
     printf("ok   %-48s %6.2f s  %7zu-byte cubin\n", what, s, size);
     if (log && *log) printf("     compiler messages:\n%s\n", log);
@@ -54,7 +62,7 @@ static void compile_kernel(const weft_embedded_file_t *f) {
     while (*start == ' ' || *start == '\t') start++;
     size_t len = strcspn(start, "\r\n");
     char *line = malloc(len + 1);
-    char *opts[64];
+    const char *opts[64];
     int n = 0;
     if (!line) {
       failures++;
@@ -64,15 +72,19 @@ static void compile_kernel(const weft_embedded_file_t *f) {
     memcpy(line, start, len);
     line[len] = 0;
     char *save = NULL;
-    for (char *t = strtok_r(line, " \t", &save); t && n < 64; t = strtok_r(NULL, " \t", &save))
+    for (char *t = strtok_r(line, " \t", &save); t && n < 63; t = strtok_r(NULL, " \t", &save))
       opts[n++] = t;
+    opts[n++] = SPILL_FLAG;
     char what[512];
     snprintf(what, sizeof what, "%s [%.*s]", f->name, (int)(len > 200 ? 200 : len), start);
-    compile(what, f->data, f->name, (const char *const *)opts, n);
+    compile(what, f->data, f->name, opts, n);
     free(line);
     variants++;
   }
-  if (!variants) compile(f->name, f->data, f->name, NULL, 0);
+  if (!variants) {
+    const char *spill[] = {SPILL_FLAG};
+    compile(f->name, f->data, f->name, spill, 1);
+  }
 }
 
 int main(void) {
