@@ -101,10 +101,10 @@ typedef struct CUstream_st *weft_stream_t;
 
 typedef struct weft_comm weft_comm_t;
 
-/* heap_size: weft_comm_init takes about 150 MiB of it for the collectives' scratch (the LL areas
+/* heap_size: weft_comm_init takes about 180 MiB of it for the collectives' scratch (the LL areas
  * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
  * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; the push staging of AllReduce and
- * ReduceScatter, twice WEFT_ALLREDUCE_PUSH_BYTES, default 32 MiB; AllReduce's LL128 area, about
+ * ReduceScatter, twice WEFT_ALLREDUCE_PUSH_BYTES, default 64 MiB; AllReduce's LL128 area, about
  * 4.3 times WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area); the rest is the
  * caller's weft_malloc. */
 typedef struct weft_comm_config {
@@ -344,7 +344,7 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
  * WEFT_ALLREDUCE_LL128_BYTES (environment, K/M/G suffixes, default 4 MiB, equal on every rank; 0:
  * never; its area, about 4.3 times that, is taken from every rank's heap at weft_comm_init) the
  * parts and the sums travel in LL128 lines (120 bytes and a flag a 128-byte line: NVLink only),
- * no handshake; then up to WEFT_ALLREDUCE_PUSH_BYTES (the same rules, default 16 MiB) each rank
+ * no handshake; then up to WEFT_ALLREDUCE_PUSH_BYTES (the same rules, default 32 MiB) each rank
  * pushes the other ranks' parts of its sendbuf into their staging areas, no handshake; above,
  * every rank reads its part from all sendbufs after a handshake. AUTO: LL below 512 KiB, the
  * LL128 two-shot from there up to its limit, two-shot above. Where the LL128 form is off: at 2

@@ -55,9 +55,12 @@
  * WEFT_ALLREDUCE_PUSH_BYTES) up to WEFT_ALLREDUCE_PUSH_BYTES, by pulls (weft_red_pull) above. On
  * h200-x4 (2026-11-26, 4 ranks) the pushes took 19.8 / 34.4 / 53.1 / 91.8 / 173 / 340 us at 1 / 4 /
  * 8 / 16 / 32 / 64 MiB against the pulls' 21.4 / 37.9 / 62.4 / 100.6 / 182 / 340 (2 ranks: 4-8%
- * faster at 4-64 MiB); 16 MiB keeps the area at 32 MiB. Slices of about RED_PUSH2_SLICE_BYTES of a
+ * faster at 4-64 MiB). The limit is 32 MiB (an area of 64 MiB): at 32 MiB the pushes took 168.7 /
+ * 169.2 us against the pulls' 177.7 / 179.5 and NCCL's 170.5-171.0 (h200-x4, 2026-11-26, 4 ranks,
+ * bench/results/2026-11-26r-stop30.md section 10), 64 MiB was a tie. The ReduceScatter's pushes
+ * share the area (segments up to a world-th of it). Slices of about RED_PUSH2_SLICE_BYTES of a
  * segment per block. */
-#define RED_PUSH2_DEFAULT (16u << 20)
+#define RED_PUSH2_DEFAULT (32u << 20)
 #define RED_PUSH2_SLICE_BYTES (16u << 10)
 /* AllReduce two-shot in LL128 lines (weft_red_ll128) up to WEFT_ALLREDUCE_LL128_BYTES (default
  * RED_LL128_DEFAULT; its area is about 4.3 times that), the pushes above. h200-x4, 2026-11-26, 4

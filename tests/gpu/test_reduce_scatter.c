@@ -101,10 +101,11 @@ int main(void) {
   printf("[%d] totals %d .. 64M elements, every algorithm: %s (largest normalised error %.3f ulp)\n",
          me, world, fails ? "FAILED" : "ok", worst);
 
-  /* In place: recvbuf = sendbuf + rank * recvcount, every algorithm, odd offset; the largest
-   * needs several copy-engine rounds. */
+  /* In place: recvbuf = sendbuf + rank * recvcount, every algorithm, odd offset; from 1500001 on
+   * several copy-engine rounds; 4500001 (18 MB a segment) past the SM form's pushes (a segment of
+   * WEFT_ALLREDUCE_PUSH_BYTES / world at most, 32 MiB unless set): its pull. */
   {
-    const size_t counts[] = {1, 4099, 300007, 1500001};
+    const size_t counts[] = {1, 4099, 300007, 1500001, 4500001};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
       for (int a = 0; a < NALGOS; a++) {
