@@ -309,12 +309,12 @@ typedef enum weft_red_op {
  * Algorithms: WEFT_ALGO_SM, one kernel: while recvcount * element size is at most
  * WEFT_ALLREDUCE_PUSH_BYTES / world, every rank pushes each segment into its owner's part of
  * AllReduce's push staging (no handshake) and reduces its own; above, every rank pulls its
- * segment from every rank and reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every segment into its owner's
- * symmetric staging area (a side stream, one peer at a time) while kernels on the caller's
- * stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a quarter of the segment but
- * at least 4 MiB, at most WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default
- * 64 MiB, read at weft_comm_init, equal on every rank), one round's reduction under the next
- * round's copies;
+ * segment from every rank and reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every
+ * segment into its owner's symmetric staging area (a side stream, one peer at a time) while
+ * kernels on the caller's stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a
+ * quarter of the segment but at least 4 MiB, at most WEFT_REDUCE_STAGING_BYTES / (2 * world)
+ * bytes: environment, default 64 MiB, read at weft_comm_init, equal on every rank), one round's
+ * reduction under the next round's copies;
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
  * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake; WEFT_ALGO_RING, for GPUs
  * without a full-bandwidth link to every peer: each rank adds its part to a partial sum from its
@@ -324,8 +324,7 @@ typedef enum weft_red_op {
  * order (its sums may differ from the other forms' in the last bit).
  * AUTO: LL while each rank pushes at most 768 KiB, (world - 1) * recvcount * element size, where
  * the SM form pushes (2 MiB where it pulls), SM above (the ring only when asked for: not yet
- * measured). Every rank must pass the same algo and
- * recvcount. */
+ * measured). Every rank must pass the same algo and recvcount. */
 WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);

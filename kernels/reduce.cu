@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
   if (t == 0) weft_epoch_done_all(RED_SLOT, WEFT_FLAGS_RED_DONE, e, push ? "allreduce(done)" : "reduce(done)");
 }
 
-/* ---- push two-shot AllReduce, push ReduceScatter ---------------------------------------------- */
+/* ---- push two-shot AllReduce, push ReduceScatter ------------------------------------------- */
 
 /* Rank q owns segment q: elements [q * per, min((q + 1) * per, n)); block b of the grid owns slice
  * b of every segment: its elements [b * slice, (b + 1) * slice) (slice a multiple of 8; per too
@@ -134,10 +134,9 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_pull(const char *send
  * call e only after finishing e - 1, which needed every peer to have started e - 1, i.e. to have
  * finished e - 2's reads of that parity (every algorithm's calls return only after every rank has
  * started them; here step 2's PUSHED waits see to it, step 3 is for recv only). The flags hold
- * epochs (no reset; both ops count on RED_SLOT). In
- * place is safe: a peer overwrites slice b of segment q in recv (its sums) only after this rank's
- * block b pushed it; a ReduceScatter's sums overwrite only the elements their thread has read.
- * stage: [2][world][slot_bytes] symmetric. */
+ * epochs (no reset; both ops count on RED_SLOT). In place is safe: a peer overwrites slice b of
+ * segment q in recv (its sums) only after this rank's block b pushed it; a ReduceScatter's sums
+ * overwrite only the elements their thread has read. stage: [2][world][slot_bytes] symmetric. */
 static __device__ __forceinline__ weft_u64_t red_push2_count(int q, weft_u64_t n, weft_u64_t per,
                                                              weft_u64_t lo, weft_u64_t slice) {
   weft_u64_t s0 = (weft_u64_t)q * per + lo, end = (weft_u64_t)(q + 1) * per; /* the slice's first */

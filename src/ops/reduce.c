@@ -32,7 +32,7 @@
 #define RED_LL_AUTO_PUSH (2u << 20)
 /* ReduceScatter where its SM form pushes (a segment within the push staging, red_push2 below):
  * LL while each rank pushes at most this much. h200-x4, 2026-11-26 (bench/results/
- * 2026-11-26r-stop30.md section 8), us, LL / pushes: 4 ranks 1 MB total 10.1 / 12.7, 2 MB
+ * 2026-11-26r-stop30.md section 9), us, LL / pushes: 4 ranks 1 MB total 10.1 / 12.7, 2 MB
  * 15.0 / 15.0, 4 MB 26.5 / 20.5; 2 ranks 1 MB 7.5 / 8.8, 2 MB 11.3 / 10.2, 4 MB 18.2 / 13.6. */
 #define RED_RS_LL_AUTO_PUSH (768u << 10)
 #define RED_STAGING_DEFAULT (64ull << 20)
