@@ -49,7 +49,7 @@ extern "C" __global__ void weft_ag_sm(const char *send, char *recv, unsigned lon
   int remote = gridDim.x - local_slices, peer = me, slices = local_slices,
       slice = blockIdx.x - remote;
   if ((int)blockIdx.x < remote) { /* peers rank + 1, rank + 2, ... in turn, so each link has as many */
-    peer = weft_local_next(1 + (int)(blockIdx.x % (world - 1))) - weft_state.node_first_rank;
+    peer = weft_local_peer(1 + (int)(blockIdx.x % (world - 1)));
     slices = remote / (world - 1), slice = blockIdx.x / (world - 1);
   }
   weft_u64_t e = weft_epoch_begin(AG_SLOT), c = weft_epoch_begin(WEFT_EPOCH_AG_SM);

@@ -1032,8 +1032,10 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
 /* AR_OWN: d (this thread's fragment of a 64 x WG_N warpgroup block whose fragment row 0 is
  * segment row r0 and column 0 is col0; see the fragment layout in the consumer) += every peer's
  * partial of the same elements, ranks in order, so that the sum has the same bits on every
- * rank that stores it. One peer at a time, 8 column groups' loads in flight (16 spilled beside
- * the 128 accumulators of a 256-column block); .cg (past L1): the copies land during the kernel. */
+ * rank that stores it. One peer at a time, 8 column groups' loads (16 registers) in flight beside
+ * the 128 accumulators of a 256-column block: more spill, and 3 peers x 8 in flight were no
+ * faster (bench/results/2026-11-26r-stop30.md section 3); .cg (past L1): the copies land during
+ * the kernel. */
 __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, u64 slot, int me,
                                                  int world, int r0, int col0, int N) {
 #pragma unroll 1

@@ -45,8 +45,9 @@ typedef struct weft_ops {
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */
-  /* [2][local_world][red_push2_slot] symmetric: the push two-shot's staging, for AllReduces of at
-   * most red_push2_max bytes (WEFT_ALLREDUCE_PUSH_BYTES) */
+  /* [2][local_world][red_push2_slot] symmetric: the pushes' staging, for AllReduces of at most
+   * red_push2_max bytes (WEFT_ALLREDUCE_PUSH_BYTES) and ReduceScatters of segments of at most a
+   * local_world-th of that */
   char *red_push2_buf;
   size_t red_push2_slot, red_push2_max;
   /* [2][2][local_world][red_ll128_slot] symmetric: the LL128 two-shot's pieces and sums, for

@@ -6,9 +6,9 @@
  *
  * Scratch, allocated at init (never inside a call): the LL areas of AllReduce, [2 parities]
  * [world][WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(world))]; AllReduce's two-shot areas, LL128
- * (ops.h red_ll128_buf) and pushes (red_push2_buf); and the staging of the copy-engine and ring
- * ReduceScatters, [2 parities][world][slot] with 2 * world * slot = WEFT_REDUCE_STAGING_BYTES
- * (default 64 MiB).
+ * (ops.h red_ll128_buf) and pushes (red_push2_buf, the push ReduceScatter's too); and the
+ * staging of the copy-engine and ring ReduceScatters, [2 parities][world][slot] with
+ * 2 * world * slot = WEFT_REDUCE_STAGING_BYTES (default 64 MiB).
  */
 #include "ops.h"
 
