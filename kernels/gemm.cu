@@ -91,6 +91,12 @@
  *                        GEMM. The waits cannot cycle: every rank computes the other segments
  *                        (which wait for nothing) before its own, so every copy they feed is
  *                        made.
+ *   WEFT_GEMM_AR_SUMMERS [0] 1 (with AR_OWN): the own tiles but those of the grid's last round
+ *                        store their partial into the own C instead (tm_c_all at this rank),
+ *                        and lanes 1-31 of their storer's warp (the "summers") wait for the
+ *                        chunk, sum the world partials in rank order and store the sums into
+ *                        every rank's C (ar_c, param 36), off the consumers' path: for tiles
+ *                        longer than the summers' ~90 us a sub-tile (gemm_rs.c chooses by k).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -165,8 +171,8 @@
  *                                       observed, rank = peer = -1 (first reporter wins)
  *  19  long long ldc                    SPLITK: C's row stride in elements (any, >= N); the TMA
  *                                       store takes its stride from tm_c instead
- *  20  long long peer_stride            SCATTER: bytes from one rank's copy of a symmetric
- *                                       buffer to the next rank's in this address space
+ *  20  long long peer_stride            SCATTER, LL, AR_OWN: bytes from one rank's copy of a
+ *                                       symmetric buffer to the next rank's in this address space
  *  21  int tail_tiles                   TAIL: cluster tiles split at the end of the order (0:
  *                                       none), fewer than the order's cluster tiles
  *  22  const unsigned long long *ll_epoch  LL: this rank's reduction epoch word (the call's
@@ -182,6 +188,7 @@
  *                                       any valid map (e.g. tm_a)
  *  30  const char *ar_staging, 31 unsigned long long ar_slot, 32 const unsigned long long
  *      *ar_flags, 33 int ar_row0, 34 int ar_rows, 35 int ar_chunk_rows   AR_OWN (see there)
+ *  36  char *ar_c                       AR_SUMMERS: rank 0's C (rank q's at + q * param 20)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -202,7 +209,7 @@
  * size CLUSTER_M * CLUSTER_K, at most the number of co-resident CTAs = SMs, one CTA per SM);
  * cluster dims {CLUSTER_M * CLUSTER_K, 1, 1};
  * dynamic smem (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it):
- *   STAGES * (A_ROWS*64*2 + BN*64*2) + EPI + 16 * STAGES + 112 + 1024, where EPI is
+ *   STAGES * (A_ROWS*64*2 + BN*64*2) + EPI + 16 * STAGES + 128 + 1024, where EPI is
  *   2 * EPI_BUFS * 8192 without SPLITK, (CLUSTER_K - 1) * ceil(WG_N / 8 / CLUSTER_K) * 4096
  *   with CLUSTER_K > 1 (the partials received), else 0
  * (16 * STAGES: the ring's barriers; 112: 16 for the split-K flag, 96 for the notify store
@@ -293,6 +300,9 @@
 #ifndef WEFT_GEMM_AR_OWN
 #define WEFT_GEMM_AR_OWN 0
 #endif
+#ifndef WEFT_GEMM_AR_SUMMERS
+#define WEFT_GEMM_AR_SUMMERS 0
+#endif
 #if WEFT_GEMM_AR_OWN && (WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || !WEFT_GEMM_HOOK_NOTIFY || \
                          !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_OUT == 2)
 #error "WEFT_GEMM_AR_OWN is an epilogue of the TMA-store kernel with .sys notifies and 16-bit C, without SCATTER"
@@ -301,7 +311,8 @@
  * registers: the fused scatter's storers spilled on 208-column tiles, and the wait cost 1% more
  * than with 48 (H100, gemm_dev: 8192x1792x4096 on 224 columns 179.6 us against 177.7, plain
  * 177.8; dev/gemm/NOTES.md) */
-#if WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_NOTIFY
+#if WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_TAIL && WEFT_GEMM_HOOK_NOTIFY || \
+    WEFT_GEMM_AR_OWN && WEFT_GEMM_AR_SUMMERS
 #ifndef WEFT_GEMM_PRODUCER_REGS
 #define WEFT_GEMM_PRODUCER_REGS 48
 #endif
@@ -910,6 +921,10 @@ __device__ __forceinline__ void weft_gemm_notify_relaxed(u64 *ctr, u64 n) {
  * room), which releases both behind one memory barrier: a sys-scope release per sub-tile cost
  * about 1% more on 128-column tiles (H100). Not with SCATTER (each owner's counter, as before). */
 #define WEFT_GEMM_STORERS (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
+#define WEFT_GEMM_SUMMERS (WEFT_GEMM_AR_OWN && WEFT_GEMM_AR_SUMMERS)
+/* AR_OWN: whether the consumer adds the peers' partials of an own tile of work item p (and its
+ * storer stores the sums into every rank's C), rather than the summers: the grid's last round */
+#define WEFT_GEMM_AR_LATE(p) (!WEFT_GEMM_AR_SUMMERS || (p) + num_clusters >= num_work)
 
 /* ---------------------------------------------------------------------------------------- */
 /* work decomposition                                                                        */
@@ -1073,6 +1088,87 @@ __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, 
 }
 #endif
 
+#if WEFT_GEMM_SUMMERS
+/* AR_OWN, the summers: until every peer's arrival flag (ar_flags[q], q != me) counts `need`
+ * chunks landed, or the deadline (the report names the sub-tile's row as the tile). Out of line:
+ * inlined, its registers beside the sum loop's spilled in the producer warpgroup's 48. */
+__device__ __noinline__ void weft_gemm_ar_wait(const u64 *flags, int me, int world, int need,
+                                               u64 timeout_ns, weft_device_error_t *error,
+                                               int row) {
+  for (int q = 0; q < world; q++) {
+    u64 got;
+    if (q != me && weft_gemm_wait_signal(flags + q, (u64)need, timeout_ns, &got)) {
+      weft_gemm_report_timeout(error, row, q, (u64)need, got);
+      asm volatile("trap;");
+    }
+  }
+}
+
+/* two elements of C's type (a 32-bit word, low first) into fp32 *lo, *hi (+=) */
+__device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
+#if WEFT_GEMM_OUT == 1
+  float l, h;
+  asm("{.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.f32.f16 %0, a;\ncvt.f32.f16 %1, b;}"
+      : "=f"(l), "=f"(h)
+      : "r"(w));
+  *lo += l, *hi += h;
+#else
+  *lo += __uint_as_float(w << 16), *hi += __uint_as_float(w & 0xffff0000u);
+#endif
+}
+
+__device__ __forceinline__ uint4 weft_gemm_ld_cg_u4(const char *p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+/* AR_OWN, the summers (lane `lane` of `lanes`): the own sub-tile of C rows [row, row + 64) and
+ * columns [col0, col0 + WG_N), clipped to M and N, whose partial this rank's C holds (stored and
+ * fenced by the storer): every rank's C gets the sum of the world partials in rank order (the
+ * peers' from their staging slots, rows from seg_row, row stride N), the next rank first. So
+ * every rank's C holds the same bits, and each partial enters rounded to C's type, as in a GEMM
+ * followed by an AllReduce. 16-byte units (N % 8 == 0: the TMA store's rows); two partials'
+ * loads in flight at a time (the producer warpgroup's 48 registers: four spilled). */
+__device__ __forceinline__ void weft_gemm_ar_sum(char *c0, long long stride, long long ldc,
+                                                 const char *staging, u64 slot, int me, int world,
+                                                 int row, int seg_row, int col0, int M, int N,
+                                                 int lane, int lanes) {
+  const int units = WEFT_GEMM_WG_N / 8;
+#pragma unroll 1
+  for (int i = lane; i < 64 * units; i += lanes) {
+    const int r = i / units, col = col0 + 8 * (i - r * units);
+    if (row + r >= M || col >= N) continue;
+    char *dst = c0 + ((u64)(row + r) * ldc + col) * 2; /* in rank 0's C */
+    const char *src = staging + ((u64)(seg_row + r) * N + col) * 2;
+    float s[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) s[j] = 0.f;
+#pragma unroll 1
+    for (int p0 = 0; p0 < world; p0 += 2) {
+      uint4 x[2];
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+        if (p0 + j < world)
+          x[j] = weft_gemm_ld_cg_u4(p0 + j == me ? dst + me * stride : src + (p0 + j) * slot);
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+        if (p0 + j < world)
+#pragma unroll
+          for (int k = 0; k < 4; k++) weft_gemm_ar_acc2(&s[2 * k], &s[2 * k + 1], (&x[j].x)[k]);
+    }
+    const uint4 o = make_uint4(weft_gemm_pack(s[0], s[1]), weft_gemm_pack(s[2], s[3]),
+                               weft_gemm_pack(s[4], s[5]), weft_gemm_pack(s[6], s[7]));
+    for (int k = 1, q = me; k <= world; k++) {
+      q = q + 1 == world ? 0 : q + 1;
+      *(uint4 *)(dst + q * stride) = o;
+    }
+  }
+}
+#endif
+
 /* ---------------------------------------------------------------------------------------- */
 /* the kernel                                                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -1088,7 +1184,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               int tail_tiles, const u64 *ll_epoch, u64 ll_slot, int ll_rank, int ll_world,
               const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows,
               const __grid_constant__ weft_gemm_tmap_t tm_c_all, const char *ar_staging,
-              u64 ar_slot, const u64 *ar_flags, int ar_row0, int ar_rows, int ar_chunk_rows) {
+              u64 ar_slot, const u64 *ar_flags, int ar_row0, int ar_rows, int ar_chunk_rows,
+              char *ar_c) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* The stream's next kernel, where it is launched for programmatic dependent launch (weft's
@@ -1104,8 +1201,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const u32 bar_full = sC + WEFT_GEMM_EPI_BYTES;
   const u32 bar_empty = bar_full + 8 * WEFT_GEMM_STAGES;
   const u32 flag_addr = bar_empty + 8 * WEFT_GEMM_STAGES;
-  /* 96 bytes: the storers' hand-offs (48) and the split tail's words (12), or with SPLITK (no
-   * storers, no tail) the cluster reduction's and the waiter's barriers (16 each) */
+  /* 112 bytes: the storers' hand-offs (48), the split tail's words (12) and AR_SUMMERS's
+   * hand-offs (64..95) and sub-tiles (96..111), or with SPLITK (no storers, no tail) the cluster
+   * reduction's and the waiter's barriers (16 each) */
   const u32 aux = flag_addr + 16;
   (void)flag_addr;
   (void)aux;
@@ -1158,6 +1256,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
 /* AR_OWN: whether a tile (any of its rows: the segment is whole cluster tiles) is the rank's own */
 #define WEFT_GEMM_AR_IS_OWN(row) (WEFT_GEMM_AR_OWN && (row) >= ar_row0 && (row) < ar_row0 + ar_rows)
+#if !WEFT_GEMM_SUMMERS
+  (void)ar_c;
+#endif
 #if !WEFT_GEMM_AR_OWN
   (void)ar_staging;
   (void)ar_slot;
@@ -1197,6 +1298,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     }
     weft_gemm_mbar_init(aux + 32, 1); /* pair: storer 0's sub-tile is complete and fenced */
     weft_gemm_mbar_init(aux + 40, 1); /* pair_free: storer 1 has released it */
+#endif
+#if WEFT_GEMM_SUMMERS
+    for (int i = 0; i < 2; i++) {
+      weft_gemm_mbar_init(aux + 64 + 16 * i, 1);     /* sum_full: storer i handed a sub-tile */
+      weft_gemm_mbar_init(aux + 64 + 16 * i + 8, 1); /* sum_free: its summers have taken it */
+    }
 #endif
 #if WEFT_GEMM_CLUSTER_K > 1
     /* red_full: this CTA's expect_tx, then the peers' partials; red_empty: each peer's two
@@ -1367,6 +1474,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if !WEFT_GEMM_SCATTER
       u32 pair_seq = 0; /* tiles with two sub-tiles: the pair / pair_free phase */
 #endif
+#if WEFT_GEMM_SUMMERS
+      const u32 sum_full = aux + 64 + 16 * cw, sum_free = sum_full + 8, sum_box = aux + 96 + 8 * cw;
+      u32 sum_seq = 0;
+#endif
       for (int p = cluster_id; p < num_work; p += num_clusters) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               first_tail, cta_rank);
@@ -1406,7 +1517,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
 #elif WEFT_GEMM_AR_OWN
-            if (WEFT_GEMM_AR_IS_OWN(row)) /* the sums, into every rank's C */
+            if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) /* for the summers */
+              weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, ll_rank);
+            else if (WEFT_GEMM_AR_IS_OWN(row)) /* the sums, into every rank's C */
               for (int i = 1, q = ll_rank; i <= ll_world; i++) { /* the next rank first */
                 q = q + 1 == ll_world ? 0 : q + 1;
                 weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, q);
@@ -1425,6 +1538,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         /* the stored sub-tile must be complete in global memory before the release */
         weft_gemm_bulk_wait0();
         asm volatile("fence.proxy.async.global;" ::: "memory");
+#if WEFT_GEMM_SUMMERS
+        if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) { /* to the summers, once they
+                                                                   took the previous one */
+          if (sum_seq > 0) weft_gemm_mbar_wait(sum_free, (sum_seq - 1) & 1);
+          weft_gemm_st_shared_u32(sum_box, (u32)row);
+          weft_gemm_st_shared_u32(sum_box + 4, (u32)(w.n0 + col_off));
+          weft_gemm_mbar_arrive(sum_full); /* .release.cta: the words, the completed store */
+          sum_seq++;
+        }
+#endif
 #if WEFT_GEMM_SCATTER
         for (int q = q0; q <= q1; q++)
           weft_gemm_notify((u64 *)((char *)notify_counters + q * peer_stride), 1);
@@ -1457,6 +1580,42 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         weft_gemm_mbar_arrive(aux + 40);
         pair_seq++;
 #endif
+      }
+#if WEFT_GEMM_SUMMERS
+      /* the summers' end: a row of -1 */
+      if (sum_seq > 0) weft_gemm_mbar_wait(sum_free, (sum_seq - 1) & 1);
+      weft_gemm_st_shared_u32(sum_box, 0xffffffffu);
+      weft_gemm_mbar_arrive(sum_full);
+#endif
+    }
+#endif
+#if WEFT_GEMM_SUMMERS
+    /* AR_OWN's summers: lanes 1-31 of storer cw's warp (tid 33.., 65..; otherwise idle) sum the
+     * own sub-tiles that it stored (weft_gemm_ar_sum), after the peers' copies of their chunk
+     * landed. Off the consumers' path: the storer only waits for them to take a sub-tile before
+     * it hands over the next, a tile later. */
+    if ((tid > 32 && tid < 64) || (tid > 64 && tid < 96)) {
+      const int cw = tid / 32 - 1, lane = (tid & 31) - 1; /* 0..30 */
+      const u32 sum_full = aux + 64 + 16 * cw, sum_free = sum_full + 8, sum_box = aux + 96 + 8 * cw;
+      int seen = 0; /* the segment's chunks seen landed from every peer */
+      for (u32 seq = 0;; seq++) {
+        weft_gemm_mbar_wait(sum_full, seq & 1); /* .acquire.cta */
+        const int row = (int)weft_gemm_ld_shared_u32(sum_box);
+        const int col0 = (int)weft_gemm_ld_shared_u32(sum_box + 4);
+        __syncwarp(0xfffffffeu); /* all have read the words before they are handed back */
+        if (lane == 0) weft_gemm_mbar_arrive(sum_free);
+        if (row < 0) break;
+        /* the peers' partials of the sub-tile's chunk, once copied (the flags count chunks
+         * landed, in order: a wait per new chunk) */
+        const int need = (row - ar_row0) / ar_chunk_rows + 1;
+        if (need > seen) {
+          if (lane == 0) weft_gemm_ar_wait(ar_flags, ll_rank, ll_world, need, timeout_ns, error, row);
+          __syncwarp(0xfffffffeu); /* lane 0 acquired: the copies are visible */
+          seen = need;
+        }
+        asm volatile("fence.proxy.async.global;" ::: "memory"); /* the storer's TMA store */
+        weft_gemm_ar_sum(ar_c, peer_stride, ldc, ar_staging, ar_slot, ll_rank, ll_world, row,
+                         row - ar_row0, col0, M, N, lane, 31);
       }
     }
 #endif
@@ -1728,7 +1887,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int exists = w.m0 + row_off < M && w.n0 + col_off < N;
         const int store = exists && last;
 #if WEFT_GEMM_AR_OWN
-        if (store && WEFT_GEMM_AR_IS_OWN(w.m0)) {
+        if (store && WEFT_GEMM_AR_IS_OWN(w.m0) && WEFT_GEMM_AR_LATE(p)) {
           /* the own segment (see WEFT_GEMM_AR_OWN): the peers' partials of the tile's chunk,
            * once copied (the flags count chunks landed, in order: a wait per new chunk) */
           const int need = (w.m0 - ar_row0) / ar_chunk_rows + 1; /* chunks landed */

@@ -32,7 +32,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own;
+  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own, ar_summers;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -136,7 +136,7 @@ size_t weft_gemm_smem_bytes(const weft_gemm_config_t *c) {
                : k_clustered(c)
                    ? (size_t)(c->k_splits - 1) * ((wg_n(c) / 8 + c->k_splits - 1) / c->k_splits) * 4096
                    : 0;
-  return (size_t)c->stages * stage + epi + 16 * (size_t)c->stages + 112 + 1024;
+  return (size_t)c->stages * stage + epi + 16 * (size_t)c->stages + 128 + 1024;
 }
 
 uint64_t weft_gemm_notify_units(const weft_gemm_problem_t *p, const weft_gemm_config_t *c) {
@@ -379,6 +379,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   }
   if (h && h->ll_area) GEMM_DEFINE("LL", 1);
   if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
+  if (h && h->ar_staging && h->ar_summers) GEMM_DEFINE("AR_SUMMERS", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -400,6 +401,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->scatter = k->notify && h->scatter_stride != 0;
     k->ll = h->ll_area != NULL;
     k->ar_own = h->ar_staging != NULL;
+    k->ar_summers = k->ar_own && h->ar_summers;
   }
 }
 
@@ -707,10 +709,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   const uint64_t *ar_flags = ar ? h->ar_flags : NULL;
   int ar_row0 = ar ? h->ar_row0 : 0, ar_rows = ar ? h->ar_rows : 0;
   int ar_chunk = ar ? h->ar_chunk_rows : 1;
+  char *ar_c = ar ? (char *)(uintptr_t)weft_heap_peer(&comm->heap, h->ar_c, 0) : NULL;
+  /* param 20 with AR_OWN: the distance between the ranks' C (tc is a plain map there) */
+  long long stride = ar ? (long long)comm->heap.stride : peer_stride;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
-                  &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &peer_stride,
+                  &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
-                  &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk};
+                  &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 

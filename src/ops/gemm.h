@@ -78,6 +78,9 @@ typedef struct weft_gemm_hooks {
   const uint64_t *ar_flags;
   void *ar_c;
   int ar_row0, ar_rows, ar_chunk_rows;
+  /* with ar_staging: those rows' sums made by the storer warps' idle lanes rather than the
+   * consumers (kernels/gemm.cu, WEFT_GEMM_AR_SUMMERS), except in the grid's last round */
+  int ar_summers;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 

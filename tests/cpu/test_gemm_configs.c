@@ -255,6 +255,9 @@ int main(void) {
       {.wait_signals = &sig, .a_own = &sig}, /* AG+GEMM's own rows from the caller's A */
       /* GEMM+AR's own segment reduced in the epilogue */
       {.notify_counters = &ctr, .notify_sys = 1, .ar_staging = (const char *)&table, .ar_flags = &ctr},
+      /* and by the storers' idle lanes (long k) */
+      {.notify_counters = &ctr, .notify_sys = 1, .ar_staging = (const char *)&table, .ar_flags = &ctr,
+       .ar_summers = 1},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
   /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,

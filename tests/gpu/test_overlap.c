@@ -470,6 +470,9 @@ int main(void) {
       one(make(op, world * 200, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 512, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 1024, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_COPY_ENGINE));
+      /* k per rank at GEMM_AR_SUMMERS_MIN_K (gemm_rs.c): the storers' lanes sum the own rows,
+       * on more own tiles than the grid's last round (n not a tile's multiple) */
+      one(make(op, world * 2048, 4040, 12288, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
     }
     /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
      * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
