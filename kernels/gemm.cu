@@ -1117,14 +1117,6 @@ __device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
 #endif
 }
 
-__device__ __forceinline__ uint4 weft_gemm_ld_cg_u4(const char *p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 /* AR_OWN, the summers (lane `lane` of `lanes`): the own sub-tile of C rows [row, row + 64) and
  * columns [col0, col0 + WG_N), clipped to M and N, whose partial this rank's C holds (stored and
  * fenced by the storer): every rank's C gets the sum of the world partials in rank order (the
@@ -1148,16 +1140,18 @@ __device__ __forceinline__ void weft_gemm_ar_sum(char *c0, long long stride, lon
     for (int j = 0; j < 8; j++) s[j] = 0.f;
 #pragma unroll 1
     for (int p0 = 0; p0 < world; p0 += 2) {
-      uint4 x[2];
+      float4 x[2]; /* 8 elements of C's type each (weft_gemm_ld_cg_v4 moves the bits) */
 #pragma unroll
       for (int j = 0; j < 2; j++)
         if (p0 + j < world)
-          x[j] = weft_gemm_ld_cg_u4(p0 + j == me ? dst + me * stride : src + (p0 + j) * slot);
+          x[j] = weft_gemm_ld_cg_v4(
+              (const float4 *)(p0 + j == me ? dst + me * stride : src + (p0 + j) * slot));
 #pragma unroll
       for (int j = 0; j < 2; j++)
         if (p0 + j < world)
 #pragma unroll
-          for (int k = 0; k < 4; k++) weft_gemm_ar_acc2(&s[2 * k], &s[2 * k + 1], (&x[j].x)[k]);
+          for (int k = 0; k < 4; k++)
+            weft_gemm_ar_acc2(&s[2 * k], &s[2 * k + 1], __float_as_uint((&x[j].x)[k]));
     }
     const uint4 o = make_uint4(weft_gemm_pack(s[0], s[1]), weft_gemm_pack(s[2], s[3]),
                                weft_gemm_pack(s[4], s[5]), weft_gemm_pack(s[6], s[7]));
