@@ -1044,6 +1044,19 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
 #endif
 
 #if WEFT_GEMM_AR_OWN
+/* two elements of C's type (a 32-bit word, low first) into fp32 *lo, *hi (+=) */
+__device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
+#if WEFT_GEMM_OUT == 1
+  float l, h;
+  asm("{.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.f32.f16 %0, a;\ncvt.f32.f16 %1, b;}"
+      : "=f"(l), "=f"(h)
+      : "r"(w));
+  *lo += l, *hi += h;
+#else
+  *lo += __uint_as_float(w << 16), *hi += __uint_as_float(w & 0xffff0000u);
+#endif
+}
+
 /* AR_OWN: d (this thread's fragment of a 64 x WG_N warpgroup block whose fragment row 0 is
  * segment row r0 and column 0 is col0; see the fragment layout in the consumer) += every peer's
  * partial of the same elements, ranks in order, so that the sum has the same bits on every
@@ -1072,16 +1085,7 @@ __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, 
       for (int i = 0; i < 16; i++) {
         const int j = j0 + i / 2, h = i & 1;
         if (j >= WEFT_GEMM_NV) continue;
-        float lo, hi;
-#if WEFT_GEMM_OUT == 1
-        asm("{.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;}"
-            : "=f"(lo), "=f"(hi)
-            : "r"(x[i]));
-#else
-        lo = __uint_as_float(x[i] << 16), hi = __uint_as_float(x[i] & 0xffff0000u);
-#endif
-        d[4 * j + 2 * h] += lo;
-        d[4 * j + 2 * h + 1] += hi;
+        weft_gemm_ar_acc2(&d[4 * j + 2 * h], &d[4 * j + 2 * h + 1], x[i]);
       }
     }
   }
@@ -1102,19 +1106,6 @@ __device__ __noinline__ void weft_gemm_ar_wait(const u64 *flags, int me, int wor
       asm volatile("trap;");
     }
   }
-}
-
-/* two elements of C's type (a 32-bit word, low first) into fp32 *lo, *hi (+=) */
-__device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
-#if WEFT_GEMM_OUT == 1
-  float l, h;
-  asm("{.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.f32.f16 %0, a;\ncvt.f32.f16 %1, b;}"
-      : "=f"(l), "=f"(h)
-      : "r"(w));
-  *lo += l, *hi += h;
-#else
-  *lo += __uint_as_float(w << 16), *hi += __uint_as_float(w & 0xffff0000u);
-#endif
 }
 
 /* AR_OWN, the summers (lane `lane` of `lanes`): the own sub-tile of C rows [row, row + 64) and
