@@ -40,6 +40,7 @@
   X(cuMemcpyHtoD)                                                                         \
   X(cuMemcpyDtoH)                                                                         \
   X(cuMemcpyAsync)                                                                        \
+  X(cuMemcpy2DAsync)                                                                      \
   X(cuMemcpyHtoDAsync)                                                                    \
   X(cuMemcpyDtoHAsync)                                                                    \
   X(cuMemcpyDtoDAsync)                                                                    \
