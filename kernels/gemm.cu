@@ -97,12 +97,14 @@
  *                        chunk, sum the world partials in rank order and store the sums into
  *                        every rank's C (ar_c, param 36), off the consumers' path: for tiles
  *                        longer than the summers' ~90 us a sub-tile (gemm_rs.c chooses by k).
- *   WEFT_GEMM_COL_SEGMENTS [0] 1 (with HOOK_NOTIFY; no SPLITK, SCATTER or AR_OWN): segments
- *                        are ranges of columns, not rows (GEMM + AllReduce at small m, one row
- *                        of tiles). The grouped order's tile columns start at tile column
- *                        param 8 (its rotation, in place of the tile-rows'), and a stored
- *                        sub-tile adds 1 to counter [its first column / param 14] (columns per
- *                        counter) instead of its row's.
+ *   WEFT_GEMM_COL_SEGMENTS [0] 1 (with HOOK_NOTIFY; no SPLITK or AR_OWN): segments are
+ *                        ranges of whole tiles' columns, not rows (GEMM + AllReduce at small m,
+ *                        one row of tiles). The grouped order's tile columns start at tile
+ *                        column param 8 (its rotation, in place of the tile-rows'), and a stored
+ *                        sub-tile counts on the counter of its first column / param 14 (columns
+ *                        per counter) instead of its row's. With SCATTER, segment q's sub-tile
+ *                        at (row, col) goes to row `row`, column col - q * seg of rank q's slot
+ *                        (tm_c: dims {seg, M, ranks}, row stride seg elements).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -314,9 +316,8 @@
 #ifndef WEFT_GEMM_COL_SEGMENTS
 #define WEFT_GEMM_COL_SEGMENTS 0
 #endif
-#if WEFT_GEMM_COL_SEGMENTS && (!WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || \
-                               WEFT_GEMM_AR_OWN)
-#error "WEFT_GEMM_COL_SEGMENTS is a notify hook of the TMA-store kernel without SCATTER or AR_OWN"
+#if WEFT_GEMM_COL_SEGMENTS && (!WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_SPLITK || WEFT_GEMM_AR_OWN)
+#error "WEFT_GEMM_COL_SEGMENTS is a notify hook of the TMA-store kernel without AR_OWN"
 #endif
 #if WEFT_GEMM_AR_OWN && (WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || !WEFT_GEMM_HOOK_NOTIFY || \
                          !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_OUT == 2)
@@ -1503,8 +1504,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #if WEFT_GEMM_SCATTER
         /* the segments (owners) the sub-tile's rows fall in */
+#if WEFT_GEMM_COL_SEGMENTS
+        /* (the segment of the sub-tile's columns: segments are whole tiles) */
+        const int q0 = (w.n0 + col_off) / notify_rows_per_counter, q1 = q0;
+#else
         const int q0 = row / notify_rows_per_counter;
         const int q1 = (row + 63 < M ? row + 63 : M - 1) / notify_rows_per_counter;
+#endif
 #endif
         int skipped = 0;
 #pragma unroll 1
@@ -1527,8 +1533,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             const int col = w.n0 + col_off + WEFT_GEMM_BOX_COL(round * WEFT_GEMM_EPI_BUFS + bi);
 #if WEFT_GEMM_SCATTER
             for (int q = q0; q <= q1; q++)
+#if WEFT_GEMM_COL_SEGMENTS
+              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col - q * notify_rows_per_counter, row, q);
+#else
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
+#endif
 #elif WEFT_GEMM_AR_OWN
             if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) /* for the summers */
               weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, ll_rank);

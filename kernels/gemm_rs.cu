@@ -9,10 +9,11 @@
  * and sums the segment in rank order, the rank's own partial read at `own`.
  *
  *   weft_gemm_rs_reduce  out[i] = sum over ranks r in order of (r == me ? own[i] : slot r [i]),
- *                        i < n elements, in each of `rows` rows: row j of own and out `pitch`
- *                        bytes after row j - 1, of each slot `slot_pitch` bytes (GEMM +
+ *                        i < n elements, in each of `rows` rows: row j of out `pitch` bytes
+ *                        after row j - 1, of own and of each slot `slot_pitch` bytes (GEMM +
  *                        AllReduce's column form: the segment is a range of columns of c; rows
- *                        1 otherwise, the pitches unused). Slot r starts at staging + r * slot_bytes, the segment
+ *                        1 otherwise, the pitches unused). Slot r starts at staging + r *
+ *                        slot_bytes, the segment
  *                        inside it at byte `offset` (the copy-engine form: own & 15, so that
  *                        every source shares own's alignment mod 16 for 16-byte vectors; the
  *                        fused scatter: where the 64-row blocks put it). flags: this rank's
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(512)
   for (weft_u64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     __syncthreads(); /* the previous row's pointers are read */
     for (int p = (int)t; p < world; p += (int)blockDim.x) {
-      srcs[p] = p == me ? own + r * pitch : staging + (weft_u64_t)p * slot_bytes + offset + r * slot_pitch;
+      srcs[p] = (p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset) + r * slot_pitch;
       dsts[p] = (push ? (char *)weft_remote_ptr(out, weft_local_next(p)) : out) + r * pitch; /* own first */
     }
     __syncthreads();

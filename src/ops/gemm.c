@@ -610,14 +610,16 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
   long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0; /* the fused scatter's */
-  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0;
+  /* segments of seg rows, or of seg columns (col_segments) */
+  int cols = h && h->col_segments, span = cols ? p->n : p->m;
+  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? span / seg : 0;
   if (peer_stride && cfg->splitk)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
-  if (peer_stride && (!h->notify_sys || ranks < 1 || ranks * seg != p->m))
+  if (peer_stride && (!h->notify_sys || ranks < 1 || ranks * seg != span))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
-                    "segment's %d rows", p->m, seg);
+                    "gemm: the fused scatter needs .sys notifies and %s %d a multiple of the "
+                    "segment's %d", cols ? "n" : "m", span, seg);
   int ll = h && h->ll_area;
   if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || !ll_rows(p)))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
@@ -633,10 +635,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the own segment's epilogue reduction needs .sys notifies, the TMA-store "
                     "epilogue, 16-bit C and rows [%d, +%d) in chunks of %d, whole %d-row cluster "
                     "tiles, within m %d", h->ar_row0, h->ar_rows, h->ar_chunk_rows, ctile, p->m);
-  if (h && h->col_segments && (!h->notify_counters || h->scatter_stride || ar || cfg->splitk))
+  if (cols && (!h->notify_counters || ar || cfg->splitk || seg < 1 || seg % cfg->bn))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: column segments are a notify hook of the TMA-store epilogue, without "
-                    "the fused scatter or the own segment's reduction");
+                    "the own segment's reduction, of whole %d-column tiles (%d)", cfg->bn, seg);
   int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
   if (h && h->tail_tiles) {
     long long ctiles = (long long)(tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n,
@@ -688,6 +690,9 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     tcall = ta; /* unused */
   if (cfg->splitk) {
     tc = ta; /* unused */
+  } else if (peer_stride && cols) { /* segments of notify_rows columns, one per rank */
+    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)seg, (uint64_t)p->m, seg,
+                      (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
                       p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));

@@ -141,7 +141,7 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
 /* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot (the segment
  * at byte `offset` of each), once each peer's arrival flag here reaches `expected`; push: into
  * every rank's c (the same symmetric address). The segment is `rows` rows of `cols` elements,
- * own's and c's `pitch` bytes apart, a slot's cols elements apart (the column form); rows 1: one
+ * c's `pitch` bytes apart, own's and a slot's cols elements apart (the column form); rows 1: one
  * row of all its m / world rows' elements. sum 0 (with push): no sums, only the handshake that
  * ends the call (the GEMM's epilogue stored them: WEFT_GEMM_AR_OWN). */
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -178,8 +178,6 @@ static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream str
 /* GEMM + AllReduce's summers from this k per rank (gemm_rs_overlapped): a 128 x 256 tile takes
  * ~165 us at k = 13312, ~90 us at 7168 on an H200 */
 #define GEMM_AR_SUMMERS_MIN_K 12288
-/* GEMM + AllReduce's column form: at most this many splits of an own tile (gemm_ar_columns) */
-#define GEMM_AR_COLUMN_SPLITS 4
 
 /* The GEMM hooks of both overlapped forms: segment rank + 1's tiles first (with dir +1 the order
  * is a rotation of the cluster tile-rows), +1 per stored 64-row sub-tile on counters[row / rows],
@@ -277,64 +275,36 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
 }
 
 /* GEMM + AllReduce's column form (file comment); 0 in *done where p does not take it (more than
- * one row of 128-row tiles, a split-K or clustered configuration, n no multiple of world tile
- * columns, or no room for a split tail), nothing enqueued then. */
+ * one row of tiles, a split-K configuration, n no multiple of world tile columns, or staging
+ * slots too small), nothing enqueued then. */
 static weft_status_t gemm_ar_columns(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                     const weft_gemm_config_t *chosen, const void *a, const void *b,
+                                     const weft_gemm_config_t *cfg, const void *a, const void *b,
                                      void *c, char *ws, CUstream stream, int *done) {
   weft_ops_t *o = &comm->ops;
-  int me = comm->local_rank, world = comm->local_world;
-  weft_gemm_config_t cfg = *chosen;
-  int seg_tiles = p->n / cfg.bn / world, nkb = (p->k + 63) / 64;
-  int splits = seg_tiles ? o->sms / seg_tiles : 0;
-  if (splits > GEMM_AR_COLUMN_SPLITS) splits = GEMM_AR_COLUMN_SPLITS;
-  if (splits > nkb / 8) splits = nkb / 8; /* 8 k-blocks a split at least, as weft_gemm_tail */
-  while (splits > 1 && (size_t)seg_tiles * splits * cfg.bm * cfg.bn > o->gemm_ws_floats) splits--;
-  size_t es = weft_dtype_size(p->out), cols = (size_t)seg_tiles * cfg.bn, part, slot;
+  int me = comm->local_rank, world = comm->local_world, seg_tiles = p->n / cfg->bn / world;
+  size_t es = weft_dtype_size(p->out), cols = (size_t)seg_tiles * cfg->bn, part, slot;
   gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
-  *done = p->m <= cfg.bm && cfg.bm == 128 && cfg.cluster == 1 && !cfg.splitk && seg_tiles > 0 &&
-          (size_t)p->n == cols * world && splits >= 2 && seg_tiles <= o->gemm_ws_counters &&
-          world <= o->gemm_rs_counters && (size_t)p->m * cols * es <= slot;
+  *done = p->m <= cfg->bm && !cfg->splitk && seg_tiles > 0 && (size_t)p->n == cols * world &&
+          (size_t)p->m * cols * es <= slot;
   if (!*done) return WEFT_STATUS_SUCCESS;
-  cfg.tail_splits = splits;
-  weft_gemm_hooks_t h;
+  char *staging = ws + part, *mine = staging + (size_t)me * slot;
+  weft_gemm_hooks_t h; /* the counters: rank 0's copy of this rank's arrival flag at each owner */
   memset(&h, 0, sizeof h);
   h.rotate_m = (me + 1) % world * seg_tiles; /* segment rank + 1's tiles first, the own last */
-  h.notify_counters = o->gemm_rs_ctr;
+  h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, 0);
   h.notify_rows = (int)cols;
   h.notify_sys = 1;
+  h.scatter_stride = (long long)comm->heap.stride;
   h.col_segments = 1;
-  h.tail_tiles = seg_tiles;
-  /* a segment's tiles add 1 per 64-row sub-tile */
+  /* each source adds 1 per stored 64-row sub-tile of the segment */
   uint64_t expected = (uint64_t)seg_tiles * (uint64_t)((p->m + 63) / 64);
-  char *staging = ws + part;
-  CUstream side = o->side;
-  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
+  WEFT_CHECK(weft_gemm_prepare(comm, p, cfg, &h));
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-  WEFT_CHECK(weft_ops_fork(comm, stream));
-  for (int s = 1; s < world; s++) {
-    int q = (me + s) % world;
-    WEFT_CU(comm, cuStreamWaitValue64(side, (CUdeviceptr)(uintptr_t)(o->gemm_rs_ctr + q), expected,
-                                      CU_STREAM_WAIT_VALUE_GEQ));
-    CUDA_MEMCPY2D cp;
-    memset(&cp, 0, sizeof cp);
-    cp.srcMemoryType = cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    cp.srcDevice = (CUdeviceptr)(uintptr_t)(ws + (size_t)q * cols * es);
-    cp.srcPitch = (size_t)p->ldc * es;
-    cp.dstDevice = weft_heap_peer(&comm->heap, staging + (size_t)me * slot, q);
-    cp.dstPitch = cols * es;
-    cp.WidthInBytes = cols * es;
-    cp.Height = (size_t)p->m;
-    WEFT_CU(comm, cuMemcpy2DAsync(&cp, side));
-    WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q), 1,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT));
-  }
-  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * cols * es, staging, slot, 0,
-                            (char *)c + (size_t)me * cols * es, 1, 1, 1, p->m, cols,
-                            (size_t)p->ldc * es, stream));
-  WEFT_CHECK(weft_ops_join(comm, stream));
-  return gemm_rs_reset(comm, world, stream);
+  void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
+  WEFT_CHECK(weft_gemm_launch(comm, p, cfg, &h, a, b, slot0, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine, staging, slot, 0, (char *)c + (size_t)me * cols * es,
+                            expected, 1, 1, p->m, cols, (size_t)p->ldc * es, stream));
+  return gemm_rs_reset(comm, 0, stream);
 }
 
 weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,

@@ -40,7 +40,6 @@
   X(cuMemcpyHtoD)                                                                         \
   X(cuMemcpyDtoH)                                                                         \
   X(cuMemcpyAsync)                                                                        \
-  X(cuMemcpy2DAsync)                                                                      \
   X(cuMemcpyHtoDAsync)                                                                    \
   X(cuMemcpyDtoHAsync)                                                                    \
   X(cuMemcpyDtoDAsync)                                                                    \

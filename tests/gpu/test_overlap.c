@@ -474,7 +474,7 @@ int main(void) {
        * on more own tiles than the grid's last round (n not a tile's multiple) */
       one(make(op, world * 2048, 4040, 12288, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       /* one row of 128-row tiles: the column form (gemm_rs.c, gemm_ar_columns), column segments
-       * of 36 or 18 tiles, the own one a split tail; 100 rows (the second sub-tile part-filled),
+       * of 36 or 18 tiles scattered by the epilogue; 100 rows (the second sub-tile part-filled),
        * [k, n] B, fp32 C */
       one(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, 100, 9216, 1536, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
