@@ -97,14 +97,6 @@
  *                        chunk, sum the world partials in rank order and store the sums into
  *                        every rank's C (ar_c, param 36), off the consumers' path: for tiles
  *                        longer than the summers' ~90 us a sub-tile (gemm_rs.c chooses by k).
- *   WEFT_GEMM_COL_SEGMENTS [0] 1 (with HOOK_NOTIFY; no SPLITK or AR_OWN): segments are
- *                        ranges of whole tiles' columns, not rows (GEMM + AllReduce at small m,
- *                        one row of tiles). The grouped order's tile columns start at tile
- *                        column param 8 (its rotation, in place of the tile-rows'), and a stored
- *                        sub-tile counts on the counter of its first column / param 14 (columns
- *                        per counter) instead of its row's. With SCATTER, segment q's sub-tile
- *                        at (row, col) goes to row `row`, column col - q * seg of rank q's slot
- *                        (tm_c: dims {seg, M, ranks}, row stride seg elements).
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -149,8 +141,7 @@
  *                                       (ctm * tiles_n + tn, ctm in tile-rows of CLUSTER_M*BM
  *                                       rows, tiles_n = ceil(N/BN)); length ceil(ceil(M/BM)/
  *                                       CLUSTER_M) * tiles_n (weft_gemm_order_*_fill build it)
- *   8  int order_rotate_m               device grouped order: first cluster tile-row (0 = none;
- *                                       COL_SEGMENTS: first tile column)
+ *   8  int order_rotate_m               device grouped order: first cluster tile-row (0 = none)
  *   9  const unsigned long long *wait_signals  HOOK_WAIT: signal s covers A rows
  *                                       [s*wait_rows_per_signal, (s+1)*wait_rows_per_signal)
  *  10  int wait_rows_per_signal
@@ -163,8 +154,7 @@
  *                                       [sub-tile first row / notify_rows_per_counter]; one
  *                                       full tile adds 2 (BM=128: one per 64-row half; BM=64:
  *                                       one per BN/2-col half). Sub-tiles wholly past M add 0.
- *  14  int notify_rows_per_counter      (COL_SEGMENTS: columns per counter, by the sub-tile's
- *                                       first column)
+ *  14  int notify_rows_per_counter
  *  15  float *splitk_ws                 SPLITK: k_splits * ceil(M/BM)*BM * ceil(N/BN)*BN floats
  *                                       (whole tiles, in the accumulators' layout); TAIL:
  *                                       tail_tiles * CLUSTER_M * k_splits * BM * BN floats
@@ -312,12 +302,6 @@
 #endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
-#endif
-#ifndef WEFT_GEMM_COL_SEGMENTS
-#define WEFT_GEMM_COL_SEGMENTS 0
-#endif
-#if WEFT_GEMM_COL_SEGMENTS && (!WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_SPLITK || WEFT_GEMM_AR_OWN)
-#error "WEFT_GEMM_COL_SEGMENTS is a notify hook of the TMA-store kernel without AR_OWN"
 #endif
 #if WEFT_GEMM_AR_OWN && (WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || !WEFT_GEMM_HOOK_NOTIFY || \
                          !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_OUT == 2)
@@ -937,13 +921,6 @@ __device__ __forceinline__ void weft_gemm_notify_relaxed(u64 *ctr, u64 n) {
  * room), which releases both behind one memory barrier: a sys-scope release per sub-tile cost
  * about 1% more on 128-column tiles (H100). Not with SCATTER (each owner's counter, as before). */
 #define WEFT_GEMM_STORERS (WEFT_GEMM_HOOK_NOTIFY && !WEFT_GEMM_SPLITK)
-/* what a stored sub-tile's notify counter is chosen by: its first row, or its first column with
- * COL_SEGMENTS */
-#if WEFT_GEMM_COL_SEGMENTS
-#define WEFT_GEMM_NOTIFY_KEY(row, col) (col)
-#else
-#define WEFT_GEMM_NOTIFY_KEY(row, col) (row)
-#endif
 #define WEFT_GEMM_SUMMERS (WEFT_GEMM_AR_OWN && WEFT_GEMM_AR_SUMMERS)
 /* AR_OWN: whether the consumer adds the peers' partials of an own tile of work item p (and its
  * storer stores the sums into every rank's C), rather than the summers: the grid's last round */
@@ -999,13 +976,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   (void)order_table;
   int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
   int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
-#if WEFT_GEMM_COL_SEGMENTS
-  weft_gemm_order_grouped(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, &ctm, &tn);
-  tn += rotate_m;
-  if (tn >= tiles_n) tn -= tiles_n;
-#else
   weft_gemm_order_grouped_rotated(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
-#endif
 #endif
   int tm = ctm * WEFT_GEMM_CLUSTER_M + (WEFT_GEMM_CLUSTER_M > 1 ? cta_rank : 0);
   w.m0 = tm * WEFT_GEMM_BM;
@@ -1504,13 +1475,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #if WEFT_GEMM_SCATTER
         /* the segments (owners) the sub-tile's rows fall in */
-#if WEFT_GEMM_COL_SEGMENTS
-        /* (the segment of the sub-tile's columns: segments are whole tiles) */
-        const int q0 = (w.n0 + col_off) / notify_rows_per_counter, q1 = q0;
-#else
         const int q0 = row / notify_rows_per_counter;
         const int q1 = (row + 63 < M ? row + 63 : M - 1) / notify_rows_per_counter;
-#endif
 #endif
         int skipped = 0;
 #pragma unroll 1
@@ -1533,12 +1499,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             const int col = w.n0 + col_off + WEFT_GEMM_BOX_COL(round * WEFT_GEMM_EPI_BUFS + bi);
 #if WEFT_GEMM_SCATTER
             for (int q = q0; q <= q1; q++)
-#if WEFT_GEMM_COL_SEGMENTS
-              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col - q * notify_rows_per_counter, row, q);
-#else
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
-#endif
 #elif WEFT_GEMM_AR_OWN
             if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) /* for the summers */
               weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, ll_rank);
@@ -1586,13 +1548,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           pair_seq++;
           continue;
         }
-        u64 *mine = notify_counters + WEFT_GEMM_NOTIFY_KEY(row, w.n0 + col_off) / notify_rows_per_counter;
+        u64 *mine = notify_counters + row / notify_rows_per_counter;
         if (cw == 0) {
           weft_gemm_notify(mine, 1);
           continue;
         }
         weft_gemm_mbar_wait(aux + 32, pair_seq & 1);
-        u64 *other = notify_counters + WEFT_GEMM_NOTIFY_KEY(w.m0, w.n0) / notify_rows_per_counter; /* storer 0's */
+        u64 *other = notify_counters + w.m0 / notify_rows_per_counter; /* storer 0's rows */
         if (other == mine) {
           weft_gemm_notify(mine, 2);
         } else {

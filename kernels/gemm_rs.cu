@@ -9,11 +9,7 @@
  * and sums the segment in rank order, the rank's own partial read at `own`.
  *
  *   weft_gemm_rs_reduce  out[i] = sum over ranks r in order of (r == me ? own[i] : slot r [i]),
- *                        i < n elements, in each of `rows` rows: row j of out `pitch` bytes
- *                        after row j - 1, of own and of each slot `slot_pitch` bytes (GEMM +
- *                        AllReduce's column form: the segment is a range of columns of c; rows
- *                        1 otherwise, the pitches unused). Slot r starts at staging + r *
- *                        slot_bytes, the segment
+ *                        i < n elements. Slot r starts at staging + r * slot_bytes, the segment
  *                        inside it at byte `offset` (the copy-engine form: own & 15, so that
  *                        every source shares own's alignment mod 16 for 16-byte vectors; the
  *                        fused scatter: where the 64-row blocks put it). flags: this rank's
@@ -39,26 +35,20 @@ static __device__ __noinline__ void gemm_rs_arrival(const unsigned long long *fl
 extern "C" __global__ void __launch_bounds__(512)
     weft_gemm_rs_reduce(const char *own, const char *staging, unsigned long long slot_bytes,
                         unsigned long long offset, char *out, unsigned long long n, int dtype,
-                        const unsigned long long *flags, unsigned long long expected, int push,
-                        unsigned long long rows, unsigned long long pitch,
-                        unsigned long long slot_pitch) {
+                        const unsigned long long *flags, unsigned long long expected, int push) {
   __shared__ const char *srcs[WEFT_MAX_LOCAL_RANKS];
   __shared__ char *dsts[WEFT_MAX_LOCAL_RANKS];
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   unsigned t = threadIdx.x;
   weft_u64_t e = push ? weft_epoch_begin(WEFT_EPOCH_GEMM_AR) : 0;
-  for (int p = (int)t; p < world; p += (int)blockDim.x)
+  for (int p = (int)t; p < world; p += (int)blockDim.x) {
+    srcs[p] = p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset;
+    dsts[p] = push ? (char *)weft_remote_ptr(out, weft_local_next(p)) : out; /* own first */
     if (p != me) gemm_rs_arrival(flags + p, expected, first + p);
-  for (weft_u64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    __syncthreads(); /* the previous row's pointers are read */
-    for (int p = (int)t; p < world; p += (int)blockDim.x) {
-      srcs[p] = (p == me ? own : staging + (weft_u64_t)p * slot_bytes + offset) + r * slot_pitch;
-      dsts[p] = (push ? (char *)weft_remote_ptr(out, weft_local_next(p)) : out) + r * pitch; /* own first */
-    }
-    __syncthreads();
-    weft_red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,
-                       blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
   }
+  __syncthreads();
+  weft_red_sum_range(srcs, world, dsts, push ? world : 1, n, dtype,
+                     blockIdx.x * (weft_u64_t)blockDim.x + t, gridDim.x * (weft_u64_t)blockDim.x);
   if (!push) return;
   __syncthreads();
   if (t == 0) weft_epoch_done_all(WEFT_EPOCH_GEMM_AR, WEFT_FLAGS_GEMM_AR_DONE, e, "gemm_ar(done)");

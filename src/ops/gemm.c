@@ -32,8 +32,7 @@
  * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own, ar_summers,
-      col_segments;
+  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own, ar_summers;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -377,7 +376,6 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
     GEMM_DEFINE("HOOK_NOTIFY", 1);
     if (h->notify_sys) GEMM_DEFINE("NOTIFY_SYS", 1);
     if (h->scatter_stride) GEMM_DEFINE("SCATTER", 1);
-    if (h->col_segments) GEMM_DEFINE("COL_SEGMENTS", 1);
   }
   if (h && h->ll_area) GEMM_DEFINE("LL", 1);
   if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
@@ -404,7 +402,6 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->ll = h->ll_area != NULL;
     k->ar_own = h->ar_staging != NULL;
     k->ar_summers = k->ar_own && h->ar_summers;
-    k->col_segments = k->notify && h->col_segments;
   }
 }
 
@@ -501,11 +498,8 @@ static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *
   if (tail_split(c)) {
     *tmp = *c, tmp->tail_splits = 0;
     WEFT_CHECK(gemm_kernel(comm, p, tmp, h, g));
-    if (h && h->tail_tiles)
-      *tail_tiles = h->tail_tiles, *tail_ks = c->tail_splits;
-    else
-      *tail_tiles = weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
-                                   comm->ops.gemm_ws_counters, tail_ks);
+    *tail_tiles = weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
+                                 comm->ops.gemm_ws_counters, tail_ks);
     if (!*tail_tiles) {
       *cfg = tmp;
       return WEFT_STATUS_SUCCESS;
@@ -610,16 +604,14 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "
                     "(splitk) writes such C", p->ldc);
   long long peer_stride = h && h->notify_counters ? h->scatter_stride : 0; /* the fused scatter's */
-  /* segments of seg rows, or of seg columns (col_segments) */
-  int cols = h && h->col_segments, span = cols ? p->n : p->m;
-  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? span / seg : 0;
+  int seg = h ? h->notify_rows : 0, ranks = seg > 0 ? p->m / seg : 0;
   if (peer_stride && cfg->splitk)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the fused scatter needs the TMA-store epilogue, not split-K");
-  if (peer_stride && (!h->notify_sys || ranks < 1 || ranks * seg != span))
+  if (peer_stride && (!h->notify_sys || ranks < 1 || ranks * seg != p->m))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: the fused scatter needs .sys notifies and %s %d a multiple of the "
-                    "segment's %d", cols ? "n" : "m", span, seg);
+                    "gemm: the fused scatter needs .sys notifies and m %d a multiple of the "
+                    "segment's %d rows", p->m, seg);
   int ll = h && h->ll_area;
   if (ll && (!cfg->splitk || h->notify_counters || h->wait_signals || !ll_rows(p)))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
@@ -635,26 +627,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the own segment's epilogue reduction needs .sys notifies, the TMA-store "
                     "epilogue, 16-bit C and rows [%d, +%d) in chunks of %d, whole %d-row cluster "
                     "tiles, within m %d", h->ar_row0, h->ar_rows, h->ar_chunk_rows, ctile, p->m);
-  if (cols && (!h->notify_counters || ar || cfg->splitk || seg < 1 || seg % cfg->bn))
-    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: column segments are a notify hook of the TMA-store epilogue, without "
-                    "the own segment's reduction, of whole %d-column tiles (%d)", cfg->bn, seg);
-  int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
-  if (h && h->tail_tiles) {
-    long long ctiles = (long long)(tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n,
-              ts = cfg->tail_splits;
-    if (!tail_split(cfg) || h->tail_tiles < 0 || h->tail_tiles >= ctiles ||
-        ts > (p->k + GEMM_BK - 1) / GEMM_BK ||
-        (size_t)(h->tail_tiles * cfg->cluster * ts) * (size_t)(cfg->bm * cfg->bn) > o->gemm_ws_floats ||
-        h->tail_tiles * cfg->cluster > o->gemm_ws_counters)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                      "gemm: a split tail of %d of the %lld cluster tiles in %lld splits needs a "
-                      "TMA-store configuration, a k-block a split and room in the workspace",
-                      h->tail_tiles, ctiles, ts);
-  }
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
+  int tiles_m = (p->m + cfg->bm - 1) / cfg->bm, tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
   int cs = cluster_size(cfg), clustered = k_clustered(cfg);
   /* (after gemm_resolve: a cluster reduction it turned into the workspace one needs it) */
   if (ks > 1 && !clustered && ((size_t)ks * tiles_m * cfg->bm * tiles_n * cfg->bn > o->gemm_ws_floats ||
@@ -690,9 +666,6 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     tcall = ta; /* unused */
   if (cfg->splitk) {
     tc = ta; /* unused */
-  } else if (peer_stride && cols) { /* segments of notify_rows columns, one per rank */
-    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)seg, (uint64_t)p->m, seg,
-                      (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
                       p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));

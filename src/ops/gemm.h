@@ -81,13 +81,6 @@ typedef struct weft_gemm_hooks {
   /* with ar_staging: those rows' sums made by the storer warps' idle lanes rather than the
    * consumers (kernels/gemm.cu, WEFT_GEMM_AR_SUMMERS), except in the grid's last round */
   int ar_summers;
-  /* with notify_counters: segments are ranges of columns (kernels/gemm.cu, WEFT_GEMM_COL_SEGMENTS;
-   * no scatter, no ar_staging, a TMA-store configuration): notify_rows counts columns (a
-   * sub-tile's counter is its first column / notify_rows) and rotate_m is the first tile column */
-  int col_segments;
-  /* a split tail of the last tail_tiles cluster tiles of the order in cfg->tail_splits splits
-   * (cfg->tail_splits > 1), instead of the grid's partly filled last wave (weft_gemm_tail) */
-  int tail_tiles;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
@@ -120,7 +113,7 @@ int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c);
 
 /* The -D options of the specialisation for (p, cfg, hooks) into opts (borrowed pointers into
  * buf); returns their number (at most WEFT_GEMM_MAX_OPTIONS). hooks may be NULL. */
-#define WEFT_GEMM_MAX_OPTIONS 24
+#define WEFT_GEMM_MAX_OPTIONS 20
 int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *cfg,
                       const weft_gemm_hooks_t *hooks, char buf[WEFT_GEMM_MAX_OPTIONS][48],
                       const char *opts[WEFT_GEMM_MAX_OPTIONS]);

@@ -140,26 +140,21 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
 
 /* The reduction after the GEMM (kernels/gemm_rs.cu): c = own + every peer's slot (the segment
  * at byte `offset` of each), once each peer's arrival flag here reaches `expected`; push: into
- * every rank's c (the same symmetric address). The segment is `rows` rows of `cols` elements,
- * c's `pitch` bytes apart, own's and a slot's cols elements apart (the column form); rows 1: one
- * row of all its m / world rows' elements. sum 0 (with push): no sums, only the handshake that
- * ends the call (the GEMM's epilogue stored them: WEFT_GEMM_AR_OWN). */
+ * every rank's c (the same symmetric address). sum 0 (with push): no sums, only the handshake
+ * that ends the call (the GEMM's epilogue stored them: WEFT_GEMM_AR_OWN). */
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                     const char *own, char *staging, size_t slot, size_t offset,
-                                    void *c, uint64_t expected, int push, int sum, int rows,
-                                    size_t cols, size_t pitch, CUstream stream) {
+                                    void *c, uint64_t expected, int push, int sum, CUstream stream) {
   weft_ops_t *o = &comm->ops;
-  size_t es = weft_dtype_size(p->out), row = sum ? cols * es : 0;
+  size_t seg = sum ? (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out) : 0;
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
-  unsigned long long blocks = (row + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
+  unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
   lc.grid[0] = blocks > (unsigned long long)o->sms ? (unsigned)o->sms : blocks ? (unsigned)blocks : 1;
-  lc.grid[1] = (unsigned)rows;
   lc.block[0] = GEMM_RS_THREADS;
-  unsigned long long slot_bytes = slot, off = offset, expect = expected, count = row / es,
-                     nrows = (unsigned long long)rows, rpitch = pitch, spitch = row;
+  unsigned long long slot_bytes = slot, off = offset, expect = expected,
+                     count = seg / weft_dtype_size(p->out);
   int dt = (int)p->out;
-  void *args[] = {(void *)&own, &staging, &slot_bytes, &off, &c, &count, &dt, &o->gemm_rs_flags,
-                  &expect, &push, &nrows, &rpitch, &spitch};
+  void *args[] = {(void *)&own, &staging, &slot_bytes, &off, &c, &count, &dt, &o->gemm_rs_flags, &expect, &push};
   return weft_kernel_launch(o->gemm_rs_reduce, &lc, args, (weft_stream_t)stream);
 }
 
@@ -268,54 +263,14 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
   }
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, ws, stream));
   WEFT_CHECK(gemm_rs_reduce(comm, p, ws + (size_t)me * seg, staging, slot, (size_t)me * seg & 15,
-                            push ? (char *)c + (size_t)me * seg : c, 1, push, !epi, 1,
-                            seg / es, 0, stream));
+                            push ? (char *)c + (size_t)me * seg : c, 1, push, !epi, stream));
   WEFT_CHECK(weft_ops_join(comm, stream));
   return gemm_rs_reset(comm, counters, stream);
-}
-
-/* GEMM + AllReduce's column form (file comment); 0 in *done where p does not take it (more than
- * one row of tiles, a split-K configuration, n no multiple of world tile columns, or staging
- * slots too small), nothing enqueued then. */
-static weft_status_t gemm_ar_columns(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                     const weft_gemm_config_t *cfg, const void *a, const void *b,
-                                     void *c, char *ws, CUstream stream, int *done) {
-  weft_ops_t *o = &comm->ops;
-  int me = comm->local_rank, world = comm->local_world, seg_tiles = p->n / cfg->bn / world;
-  size_t es = weft_dtype_size(p->out), cols = (size_t)seg_tiles * cfg->bn, part, slot;
-  gemm_rs_layout(world, p->m, p->n, p->out, &part, &slot);
-  *done = p->m <= cfg->bm && !cfg->splitk && seg_tiles > 0 && (size_t)p->n == cols * world &&
-          (size_t)p->m * cols * es <= slot;
-  if (!*done) return WEFT_STATUS_SUCCESS;
-  char *staging = ws + part, *mine = staging + (size_t)me * slot;
-  weft_gemm_hooks_t h; /* the counters: rank 0's copy of this rank's arrival flag at each owner */
-  memset(&h, 0, sizeof h);
-  h.rotate_m = (me + 1) % world * seg_tiles; /* segment rank + 1's tiles first, the own last */
-  h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, 0);
-  h.notify_rows = (int)cols;
-  h.notify_sys = 1;
-  h.scatter_stride = (long long)comm->heap.stride;
-  h.col_segments = 1;
-  /* each source adds 1 per stored 64-row sub-tile of the segment */
-  uint64_t expected = (uint64_t)seg_tiles * (uint64_t)((p->m + 63) / 64);
-  WEFT_CHECK(weft_gemm_prepare(comm, p, cfg, &h));
-  WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
-  void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
-  WEFT_CHECK(weft_gemm_launch(comm, p, cfg, &h, a, b, slot0, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, mine, staging, slot, 0, (char *)c + (size_t)me * cols * es,
-                            expected, 1, 1, p->m, cols, (size_t)p->ldc * es, stream));
-  return gemm_rs_reset(comm, 0, stream);
 }
 
 weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                      const weft_ops_plan_t *plan, const void *a, const void *b,
                                      void *c, void *workspace, CUstream stream, int *done) {
-  weft_gemm_config_t cfg;
-  weft_ops_gemm_config(comm, p, plan, &cfg);
-  if (p->m <= cfg.bm) {
-    WEFT_CHECK(gemm_ar_columns(comm, p, &cfg, a, b, c, workspace, stream, done));
-    if (*done) return WEFT_STATUS_SUCCESS;
-  }
   return gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, 1, stream, done);
 }
 
@@ -347,8 +302,7 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   void *slot0 = (void *)(uintptr_t)weft_heap_peer(&comm->heap, mine, 0);
   WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, a, b, slot0, stream));
-  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, 0, 1, 1,
-                            (size_t)seg_rows * (size_t)p->n, 0, stream));
+  WEFT_CHECK(gemm_rs_reduce(comm, p, mine + offset, staging, slot, offset, c, expected, 0, 1, stream));
   return gemm_rs_reset(comm, 0, stream);
 }
 
