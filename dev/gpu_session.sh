@@ -5,7 +5,8 @@
 #     bash dev/gpu_session.sh [ctest regex] [bench suites...]
 # The suites run at every world size in WEFT_BENCH_NP (default: all local GPUs, then 2).
 # A suite may carry weft-bench arguments after commas: "allgather,-a,ring" runs
-# `weft-bench allgather -a ring` (logs named bench_allgather--a-ring_np<n>).
+# `weft-bench allgather -a ring` (logs named bench_allgather--a-ring_np<n>); colons inside an
+# argument stand for its own commas: "gemm_ar,-s,128:16384:53248" runs `-s 128,16384,53248`.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
@@ -36,7 +37,8 @@ fi
 t2=$(date +%s)
 for spec in $suites; do
   IFS=, read -r -a args <<< "$spec"
-  s=$(printf '%s' "$spec" | tr -d ' ' | tr , '\n' | paste -sd- | tr -d -c 'A-Za-z0-9_.-')
+  args=("${args[@]//:/,}")
+  s=$(printf '%s' "$spec" | tr -d ' ' | tr : x | tr , '\n' | paste -sd- | tr -d -c 'A-Za-z0-9_.-')
   for n in ${WEFT_BENCH_NP:-$(printf '%s\n' "$ngpu" 2 | awk '!seen[$0]++')}; do
     [ "$n" -ge 2 ] && [ "$n" -le "$ngpu" ] || continue
     timeout "${WEFT_BENCH_TIMEOUT:-150}" build/tools/weftrun -n "$n" build/tools/weft-bench "${args[@]}" -J "$out/bench_${s}_np$n.json" \
