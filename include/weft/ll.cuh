@@ -26,10 +26,8 @@
 #ifndef WEFT_LL_CUH
 #define WEFT_LL_CUH
 
+#include "weft/ll_layout.h"
 #include "weft/shmem.cuh"
-
-/* Bytes of LL (16-byte line) buffer that carry n payload bytes. */
-#define WEFT_LL_BYTES(n) ((((n) + 7) / 8) * 16)
 
 static __device__ __forceinline__ weft_u64_t weft_ll_pack8(unsigned data, unsigned flag) {
   return ((weft_u64_t)flag << 32) | data;
@@ -154,10 +152,7 @@ static __device__ __forceinline__ void weft_ll_recv_block(void *dst, const void 
  * native peer atomics, i.e. without NVLink), and the group converged at each store and load (the
  * __syncwarp in both). Flags are epochs (u64, nonzero), areas by parity, never shared with
  * another layout (a flag position there could hold data). */
-#define WEFT_LL128_LINE 128
-#define WEFT_LL128_PAYLOAD 120
-/* Bytes of LL128 buffer that carry n payload bytes. */
-#define WEFT_LL128_BYTES(n) ((((n) + WEFT_LL128_PAYLOAD - 1) / WEFT_LL128_PAYLOAD) * WEFT_LL128_LINE)
+/* (WEFT_LL128_LINE, _PAYLOAD and _BYTES: weft/ll_layout.h) */
 
 /* The lanes of this thread's group of eight. */
 static __device__ __forceinline__ unsigned weft_ll128_mask(void) {

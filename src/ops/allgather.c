@@ -36,7 +36,7 @@ weft_status_t weft_allgather_init(weft_comm_t *comm) {
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AG_CE=%s: pull or push", ce);
   o->ag_ce_push = ce && !strcmp(ce, "push");
   /* LL lines carry 8 payload bytes in 16; two areas by epoch parity. */
-  o->ag_ll_slot = weft_ops_ll_bytes(WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world));
+  o->ag_ll_slot = WEFT_LL_BYTES(WEFT_ALLGATHER_LL_MAX_BYTES(comm->local_world));
   return weft_malloc(comm, 2 * (size_t)comm->local_world * o->ag_ll_slot, (void **)&o->ag_ll_buf);
 }
 

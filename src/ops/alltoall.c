@@ -30,7 +30,7 @@ weft_status_t weft_alltoall_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->a2a, "weft_a2a_ll", &o->a2a_ll));
   WEFT_CHECK(weft_malloc(comm, (size_t)comm->local_world * WEFT_A2A_INBOX_WORDS * sizeof(uint64_t),
                          (void **)&o->a2a_inbox));
-  o->a2a_ll_slot = 16 + weft_ops_ll_bytes(WEFT_ALLTOALL_LL_MAX_BYTES);
+  o->a2a_ll_slot = 16 + WEFT_LL_BYTES(WEFT_ALLTOALL_LL_MAX_BYTES);
   return weft_malloc(comm, 2 * (size_t)comm->local_world * o->a2a_ll_slot, (void **)&o->a2a_ll_buf);
 }
 

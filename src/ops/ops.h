@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "../internal.h"
+#include "weft/ll_layout.h"
 
 struct weft_module;
 struct weft_kernel;
@@ -157,10 +158,6 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps
 /* The GEMM configuration of an overlapped form: the heuristic's, at the plan's tile width. */
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg);
-
-/* Bytes of LL area that carry n payload bytes: 16-byte lines of 8 (weft/ll.cuh's WEFT_LL_BYTES,
- * for the host). */
-static inline size_t weft_ops_ll_bytes(size_t n) { return (n + 7) / 8 * 16; }
 
 /* The largest `bytes` a rank (or, for AllToAllv, a pair) for which a collective's AUTO takes its
  * LL form at `world` ranks: within LL's largest (max_bytes) and with the bytes a rank pushes, one

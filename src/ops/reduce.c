@@ -72,8 +72,6 @@
  * runs: 4 ranks LL 10.8-11.1 us at 512 KiB, 16.7 at 1 MiB; 2 ranks LL 6.2 / 7.8 / 11.5 / 18.5 us at
  * 256 KiB / 512 KiB / 1 / 2 MiB against 7.0 / 7.5 / 9.0 / 14.3. */
 #define RED_LL128_MIN_BYTES (512u << 10)
-#define RED_LL128_LINE 128   /* weft/ll.cuh's WEFT_LL128_LINE */
-#define RED_LL128_PAYLOAD 120 /* and WEFT_LL128_PAYLOAD */
 
 /* Two-shot segments: this rank's 1/world of count elements, in multiples of 8 elements so that
  * aligned arrays stay aligned. */
@@ -86,7 +84,7 @@ static size_t red_two_shot_per(const weft_comm_t *comm, size_t count) {
  * `bytes` (red_two_shot_per rounds up by 8 elements: at most 32 bytes more). */
 static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
   size_t per = (bytes + (size_t)comm->local_world - 1) / (size_t)comm->local_world + 32;
-  return (per + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD * RED_LL128_LINE;
+  return WEFT_LL128_BYTES(per);
 }
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
@@ -124,7 +122,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
     WEFT_CHECK(weft_malloc(comm, 4 * (size_t)comm->local_world * o->red_ll128_slot,
                            (void **)&o->red_ll128_buf));
   }
-  o->red_ll_slot = weft_ops_ll_bytes(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
+  o->red_ll_slot = WEFT_LL_BYTES(WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world));
   WEFT_CHECK(weft_malloc(comm, 2 * (size_t)comm->local_world * o->red_ll_slot, (void **)&o->red_ll_buf));
   uint64_t staging;
   if (!weft_env_u64("WEFT_REDUCE_STAGING_BYTES", RED_STAGING_DEFAULT, true, &staging))
@@ -249,7 +247,7 @@ static weft_status_t red_ll128(weft_comm_t *comm, const char *send, char *recv, 
                                size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   unsigned long long nbytes = count * elem, per_bytes = per * elem, slot = o->red_ll128_slot;
-  unsigned long long lines = (per_bytes + RED_LL128_PAYLOAD - 1) / RED_LL128_PAYLOAD;
+  unsigned long long lines = WEFT_LL128_BYTES(per_bytes) / WEFT_LL128_LINE;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per_bytes, &dt, &o->red_ll128_buf, &slot};
   return red_ll_launch(comm, o->red_ll128, 8 * lines, args, stream);
