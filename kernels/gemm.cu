@@ -410,6 +410,11 @@
 #if !WEFT_GEMM_SPLITK && (WEFT_GEMM_EPI_BOXES % WEFT_GEMM_EPI_BUFS)
 #error "WEFT_GEMM_EPI_BUFS must divide the number of output boxes per warpgroup"
 #endif
+/* (a narrower warpgroup tile put its one box at a negative column: an illegal instruction on
+ * H200, BM=64 BN=96) */
+#if !WEFT_GEMM_SPLITK && WEFT_GEMM_WG_N < WEFT_GEMM_BOX_COLS
+#error "the TMA-store epilogue needs a warpgroup tile of at least one output box (64 columns of 16-bit C, 32 of fp32)"
+#endif
 
 #if WEFT_GEMM_DTYPE_IN == 0
 #define WEFT_GEMM_WGMMA_TYPES "f32.bf16.bf16"

@@ -599,6 +599,11 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "%d stages and %d bytes)",
                     cfg->stages, cfg->bm, cfg->bn, weft_gemm_smem_bytes(cfg), WEFT_GEMM_MAX_STAGES,
                     WEFT_GEMM_MAX_SMEM);
+  if (!cfg->splitk && wg_n(cfg) * out_size(p->out) < 128)
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: BM=%d BN=%d gives a warpgroup %d columns, less than one output box of "
+                    "the TMA-store epilogue (%d): only the direct-store kernel (splitk) takes them",
+                    cfg->bm, cfg->bn, wg_n(cfg), 128 / out_size(p->out));
   if (!cfg->splitk && !c_takes_tma(p))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: ldc %lld is no 16-byte row stride: only the direct-store kernel "

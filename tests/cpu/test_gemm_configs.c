@@ -137,6 +137,27 @@ static void *worker(void *arg) {
   }
 }
 
+/* A configuration the kernel must refuse to compile (its reason in the log), rather than one
+ * that would fault on the GPU: a TMA-store warpgroup tile narrower than one output box. */
+static void check_refused(void) {
+  weft_gemm_problem_t p = {128, 12288, 4096, 4096, 4096, 12288, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_config_t c = {.bm = 64, .bn = 96, .stages = 8, .cluster = 1, .epi_bufs = 1, .group = 8,
+                          .k_splits = 1};
+  char buf[WEFT_GEMM_MAX_OPTIONS][48];
+  const char *opts[WEFT_GEMM_MAX_OPTIONS];
+  int n = weft_gemm_options(&p, &c, NULL, buf, opts);
+  void *cubin = NULL;
+  char *log = NULL;
+  size_t size = 0;
+  weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, n, &cubin, &size, &log);
+  if (st == WEFT_STATUS_SUCCESS || !log || !strstr(log, "at least one output box"))
+    fail("BM=64 BN=96 (a 48-column warpgroup tile) compiled for the TMA-store epilogue");
+  else
+    printf("ok   refused BM=64 BN=96 with the TMA-store epilogue\n");
+  weft_jit_free(cubin);
+  weft_jit_free(log);
+}
+
 static void check_args(void) {
   static char buf[64] __attribute__((aligned(16)));
   const void *a = buf, *b = buf;
@@ -195,6 +216,7 @@ int main(void) {
   }
   gemm_source = f->data;
   check_args();
+  check_refused();
 
   /* DESIGN.md's per-GPU shapes (TP=4, and the TP=8 halves) as (n, k) pairs, 8192^2, and odd ones */
   static const int nk[][2] = {
