@@ -453,8 +453,12 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM form as well). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
  * buffer a peer still reads from the previous call). */
-#define WEFT_OVERLAP_MIN_ROWS 1024 /* AUTO overlaps from this many rows of C (the gathered m, or
-                                      the m of the partial products); provisional, to be measured */
+/* AUTO overlaps from this many rows of C a rank (C's rows over the ranks: the rows a rank
+ * contributes to the gathered A, or owns of the reduced C). Measured on 2 and 4 H200s, m = 128 to
+ * 8192 on a short and a long layer of each op (bench/results/2026-11-26t-stop32.md section 9):
+ * below it the sequential form was the faster on most shapes (by up to 1.5x), from it the
+ * overlapped one on all but one (up to 1.55x; the exception 7% slower). */
+#define WEFT_OVERLAP_MIN_ROWS 1024
 
 /* AllGather + GEMM: C[world * m, n] = gather(A)[world * m, k] op(B) on every rank, the gathered
  * rows in rank order. a: this rank's rows, [m, k] contiguous (any device memory, or
@@ -478,7 +482,7 @@ WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_ga
  * order and rounded once). workspace: from weft_malloc (symmetric), 16-byte aligned, at least
  * weft_gemm_rs_workspace_size bytes; it holds the partial products and the peers' segments.
  * Overlapped forms: the GEMM computes the segment of rank + 1 first, then rank + 2, ..., its own
- * last. WEFT_ALGO_COPY_ENGINE (AUTO from WEFT_OVERLAP_MIN_ROWS rows): it counts each segment's
+ * last. WEFT_ALGO_COPY_ENGINE (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank): it counts each segment's
  * stored tiles and the copy engines send each finished segment to its owner while the GEMM goes
  * on (seeds/001 Algorithm 3). WEFT_ALGO_SM (fused scatter): the GEMM's epilogue stores each tile
  * straight into its owner's workspace over NVLink (no copy engine; shapes whose GEMM runs the

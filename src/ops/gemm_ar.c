@@ -4,7 +4,7 @@
  *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
- *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows; m a multiple of world): gemm_rs.c's
+ *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank; m a multiple of world): gemm_rs.c's
  *     overlapped GEMM + ReduceScatter, its reduction storing this rank's segment into every
  *     rank's c (weft_gemm_rs_allreduce: the AllGather fused into the reduction's stores, which
  *     beat a ReduceScatter then an AllGather, and a reduction on a few SMs beside a last GEMM

@@ -188,10 +188,12 @@ static inline void weft_ops_ag_sm_grid(size_t bytes, int world, int sms, unsigne
   *slices = (unsigned)s, *local = (unsigned)l;
 }
 
-/* AUTO's choice for an overlapped op whose C has `rows` rows (weft.h, WEFT_OVERLAP_MIN_ROWS). */
+/* AUTO's choice for an overlapped op whose C has `rows` rows over `world` ranks (weft.h,
+ * WEFT_OVERLAP_MIN_ROWS: rows a rank). */
 static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
   if (algo != WEFT_ALGO_AUTO) return algo;
-  return rows >= WEFT_OVERLAP_MIN_ROWS && world > 1 ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
+  return world > 1 && rows >= (long long)WEFT_OVERLAP_MIN_ROWS * world ? WEFT_ALGO_COPY_ENGINE
+                                                                      : WEFT_ALGO_SEQUENTIAL;
 }
 
 /* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
