@@ -513,12 +513,14 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     5504 a rank: 1.23x cuBLAS + NCCL on 16 SMs, the copy-engine form 1.15x) and slower on the
  *     longer shapes: AUTO keeps the copy engine, the autotuner (weft_comm_set_autotune) picks
  *     per shape (bench/results/2026-11-25-gemm_ar-h200x2.md).
- *   WEFT_ALGO_COPY_ENGINE (AUTO's choice; m a multiple of world): the GEMM + ReduceScatter
- *     above, its reduction storing this rank's reduced rows into every rank's c (the AllGather
- *     fused into its stores). With 16-bit out and segments of whole 256-row tiles, the GEMM's
- *     epilogue does that reduction itself as it computes the rank's own rows (last), adding the
- *     peers' partials to its unrounded fp32 accumulators: one rounding fewer than the other
- *     forms, and every rank still gets the same bits.
+ *   WEFT_ALGO_COPY_ENGINE (AUTO's choice from WEFT_OVERLAP_MIN_ROWS rows a rank, and from half
+ *     that where n x k a rank is at least 32 Mi: the AllReduce moves world times a
+ *     ReduceScatter's bytes, which a long GEMM hides sooner; m a multiple of world): the GEMM +
+ *     ReduceScatter above, its reduction storing this rank's reduced rows into every rank's c
+ *     (the AllGather fused into its stores). With 16-bit out and segments of whole 256-row
+ *     tiles, the GEMM's epilogue does that reduction itself as it computes the rank's own rows
+ *     (last), adding the peers' partials to its unrounded fp32 accumulators: one rounding fewer
+ *     than the other forms, and every rank still gets the same bits.
  *   WEFT_ALGO_LL (small m: where the GEMM runs the direct-store kernel, rows of c are a multiple
  *     of 8 bytes and c is at most WEFT_ALLREDUCE_LL_MAX_BYTES(world); elsewhere it runs
  *     sequentially): the GEMM's epilogue writes no c but pushes its values as LL lines (data and

@@ -101,7 +101,7 @@ static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_
                                  CUstream stream) {
   const ag_gemm_args_t *x = ctx;
   const weft_gemm_problem_t *p = x->p;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world);
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world, 0, 0);
   if (p->n == 0 || p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
   if (algo == WEFT_ALGO_COPY_ENGINE)
     return ag_gemm_overlapped(comm, p, plan, x->m, x->a, x->ag, x->b, x->c, stream);

@@ -4,7 +4,8 @@
  *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
  *     block and stores the sum into every rank's c). Any m.
- *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank; m a multiple of world): gemm_rs.c's
+ *   copy engine (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank, half that where the GEMM is long:
+ *     weft_ops_overlap_algo; m a multiple of world): gemm_rs.c's
  *     overlapped GEMM + ReduceScatter, its reduction storing this rank's segment into every
  *     rank's c (weft_gemm_rs_allreduce: the AllGather fused into the reduction's stores, which
  *     beat a ReduceScatter then an AllGather, and a reduction on a few SMs beside a last GEMM
@@ -189,7 +190,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   void *c = x->c, *workspace = x->workspace;
   int world = comm->local_world;
   size_t count = (size_t)p->m * (size_t)p->n;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 1, (long long)p->n * p->k);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (p->k && plan->algo == WEFT_ALGO_LL) {
     weft_gemm_config_t cfg;

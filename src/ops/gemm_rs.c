@@ -313,7 +313,7 @@ static weft_status_t gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_
                                      const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world);
+  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 0, 0);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)

@@ -121,7 +121,8 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   if (algo != WEFT_ALGO_AUTO || !comm->autotune || comm->world < 2) return WEFT_STATUS_SUCCESS;
   /* AUTO's algorithm first: the autotuner's near-ties go to the earliest candidate */
   weft_algo_t order[WEFT_OPS_PLAN_MAX];
-  weft_algo_t heuristic = weft_ops_overlap_algo(WEFT_ALGO_AUTO, p->m, comm->local_world);
+  weft_algo_t heuristic = weft_ops_overlap_algo(WEFT_ALGO_AUTO, p->m, comm->local_world,
+                                                !strcmp(op, "gemm_ar"), (long long)p->n * p->k);
   int no = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < nalgos && no < WEFT_OPS_PLAN_MAX; i++)

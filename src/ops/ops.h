@@ -188,12 +188,23 @@ static inline void weft_ops_ag_sm_grid(size_t bytes, int world, int sms, unsigne
   *slices = (unsigned)s, *local = (unsigned)l;
 }
 
+/* GEMM + AllReduce's AllReduce moves world times the bytes of GEMM + ReduceScatter's
+ * ReduceScatter, so a long GEMM hides it from half the rows (weft_ops_overlap_algo): from n x k
+ * a rank of this many elements (4 H200s, m = 2048, 8192 x 28672: 0.442 ms overlapped against
+ * 0.497; 2 H200s, m = 1024: 0.383 against 0.391; the 4096 x 11008 layer at the same m, 11 and 23
+ * million a rank: 1.21x and 1.33x slower overlapped; bench/results/2026-11-26t-stop32.md
+ * section 9) */
+#define WEFT_OPS_AR_LONG_NK (32ll << 20)
+
 /* AUTO's choice for an overlapped op whose C has `rows` rows over `world` ranks (weft.h,
- * WEFT_OVERLAP_MIN_ROWS: rows a rank). */
-static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world) {
+ * WEFT_OVERLAP_MIN_ROWS: rows a rank); allreduce: GEMM + AllReduce of n x k a rank (nk), which
+ * overlaps from half those rows a rank where nk is at least WEFT_OPS_AR_LONG_NK. */
+static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows, int world,
+                                                int allreduce, long long nk) {
   if (algo != WEFT_ALGO_AUTO) return algo;
-  return world > 1 && rows >= (long long)WEFT_OVERLAP_MIN_ROWS * world ? WEFT_ALGO_COPY_ENGINE
-                                                                      : WEFT_ALGO_SEQUENTIAL;
+  long long min_rows = (long long)WEFT_OVERLAP_MIN_ROWS * world;
+  if (allreduce && nk >= WEFT_OPS_AR_LONG_NK) min_rows /= 2;
+  return world > 1 && rows >= min_rows ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
 }
 
 /* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
