@@ -482,11 +482,11 @@ WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_ga
  * order and rounded once). workspace: from weft_malloc (symmetric), 16-byte aligned, at least
  * weft_gemm_rs_workspace_size bytes; it holds the partial products and the peers' segments.
  * Overlapped forms: the GEMM computes the segment of rank + 1 first, then rank + 2, ..., its own
- * last. WEFT_ALGO_COPY_ENGINE (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank): it counts each segment's
- * stored tiles and the copy engines send each finished segment to its owner while the GEMM goes
- * on (seeds/001 Algorithm 3). WEFT_ALGO_SM (fused scatter): the GEMM's epilogue stores each tile
- * straight into its owner's workspace over NVLink (no copy engine; shapes whose GEMM runs the
- * split-K kernel, small m or n not a multiple of 16 bytes, run sequentially). Either way each
+ * last. WEFT_ALGO_COPY_ENGINE (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank): it counts each
+ * segment's stored tiles and the copy engines send each finished segment to its owner while the
+ * GEMM goes on (seeds/001 Algorithm 3). WEFT_ALGO_SM (fused scatter): the GEMM's epilogue stores
+ * each tile straight into its owner's workspace over NVLink (no copy engine; shapes whose GEMM runs
+ * the split-K kernel, small m or n not a multiple of 16 bytes, run sequentially). Either way each
  * rank reduces what it received after its own GEMM. WEFT_ALGO_SEQUENTIAL: the GEMM, then
  * weft_reduce_scatter. */
 WEFT_API weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b,

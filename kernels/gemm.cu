@@ -413,7 +413,7 @@
 /* (a narrower warpgroup tile put its one box at a negative column: an illegal instruction on
  * H200, BM=64 BN=96) */
 #if !WEFT_GEMM_SPLITK && WEFT_GEMM_WG_N < WEFT_GEMM_BOX_COLS
-#error "the TMA-store epilogue needs a warpgroup tile of at least one output box (64 columns of 16-bit C, 32 of fp32)"
+#error "a TMA-store warpgroup tile must be one output box wide at least (16-bit C: 64 columns)"
 #endif
 
 #if WEFT_GEMM_DTYPE_IN == 0
