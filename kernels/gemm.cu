@@ -1049,6 +1049,26 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
 #endif
 
 #if WEFT_GEMM_AR_OWN
+/* Until every peer's arrival flag (flags[q], q != me) counts `need` chunks of the own segment
+ * landed; at the deadline the report (tile: `tile`, signal: the peer) and a trap. */
+__device__ __forceinline__ void weft_gemm_ar_wait_peers(const u64 *flags, int me, int world,
+                                                        int need, u64 timeout_ns,
+                                                        weft_device_error_t *error, int tile) {
+  for (int q = 0; q < world; q++) {
+    u64 got;
+    if (q != me && weft_gemm_wait_signal(flags + q, (u64)need, timeout_ns, &got)) {
+      weft_gemm_report_timeout(error, tile, q, (u64)need, got);
+      asm volatile("trap;");
+    }
+  }
+}
+
+/* The rank after q of world (the AllGather stores go to the next rank first, as the
+ * collectives' pushes do: every link carries alike) */
+__device__ __forceinline__ int weft_gemm_next_rank(int q, int world) {
+  return q + 1 == world ? 0 : q + 1;
+}
+
 /* two elements of C's type (a 32-bit word, low first) into fp32 *lo, *hi (+=) */
 __device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
 #if WEFT_GEMM_OUT == 1
@@ -1098,19 +1118,12 @@ __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, 
 #endif
 
 #if WEFT_GEMM_SUMMERS
-/* AR_OWN, the summers: until every peer's arrival flag (ar_flags[q], q != me) counts `need`
- * chunks landed, or the deadline (the report names the sub-tile's row as the tile). Out of line:
- * inlined, its registers beside the sum loop's spilled in the producer warpgroup's 48. */
+/* The summers' weft_gemm_ar_wait_peers (the report names the sub-tile's row as the tile). Out of
+ * line: inlined, its registers beside the sum loop's spilled in the producer warpgroup's 48. */
 __device__ __noinline__ void weft_gemm_ar_wait(const u64 *flags, int me, int world, int need,
                                                u64 timeout_ns, weft_device_error_t *error,
                                                int row) {
-  for (int q = 0; q < world; q++) {
-    u64 got;
-    if (q != me && weft_gemm_wait_signal(flags + q, (u64)need, timeout_ns, &got)) {
-      weft_gemm_report_timeout(error, row, q, (u64)need, got);
-      asm volatile("trap;");
-    }
-  }
+  weft_gemm_ar_wait_peers(flags, me, world, need, timeout_ns, error, row);
 }
 
 /* AR_OWN, the summers (lane `lane` of `lanes`): the own sub-tile of C rows [row, row + 64) and
@@ -1152,7 +1165,7 @@ __device__ __forceinline__ void weft_gemm_ar_sum(char *c0, long long stride, lon
     const uint4 o = make_uint4(weft_gemm_pack(s[0], s[1]), weft_gemm_pack(s[2], s[3]),
                                weft_gemm_pack(s[4], s[5]), weft_gemm_pack(s[6], s[7]));
     for (int k = 1, q = me; k <= world; k++) {
-      q = q + 1 == world ? 0 : q + 1;
+      q = weft_gemm_next_rank(q, world);
       *(uint4 *)(dst + q * stride) = o;
     }
   }
@@ -1246,6 +1259,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
 /* AR_OWN: whether a tile (any of its rows: the segment is whole cluster tiles) is the rank's own */
 #define WEFT_GEMM_AR_IS_OWN(row) (WEFT_GEMM_AR_OWN && (row) >= ar_row0 && (row) < ar_row0 + ar_rows)
+/* AR_OWN: the chunks of the own segment whose peers' copies an own row needs landed (chunk c is
+ * there once the flags count above c) */
+#define WEFT_GEMM_AR_CHUNKS(row) (((row) - ar_row0) / ar_chunk_rows + 1)
 #if !WEFT_GEMM_SUMMERS
   (void)ar_c;
 #endif
@@ -1511,7 +1527,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, ll_rank);
             else if (WEFT_GEMM_AR_IS_OWN(row)) /* the sums, into every rank's C */
               for (int i = 1, q = ll_rank; i <= ll_world; i++) { /* the next rank first */
-                q = q + 1 == ll_world ? 0 : q + 1;
+                q = weft_gemm_next_rank(q, ll_world);
                 weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, q);
               }
             else
@@ -1597,7 +1613,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (row < 0) break;
         /* the peers' partials of the sub-tile's chunk, once copied (the flags count chunks
          * landed, in order: a wait per new chunk) */
-        const int need = (row - ar_row0) / ar_chunk_rows + 1;
+        const int need = WEFT_GEMM_AR_CHUNKS(row);
         if (need > seen) {
           if (lane == 0) weft_gemm_ar_wait(ar_flags, ll_rank, ll_world, need, timeout_ns, error, row);
           __syncwarp(0xfffffffeu); /* lane 0 acquired: the copies are visible */
@@ -1880,16 +1896,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (store && WEFT_GEMM_AR_IS_OWN(w.m0) && WEFT_GEMM_AR_LATE(p)) {
           /* the own segment (see WEFT_GEMM_AR_OWN): the peers' partials of the tile's chunk,
            * once copied (the flags count chunks landed, in order: a wait per new chunk) */
-          const int need = (w.m0 - ar_row0) / ar_chunk_rows + 1; /* chunks landed */
+          const int need = WEFT_GEMM_AR_CHUNKS(w.m0);
           if (need > ar_seen) {
             if (wtid == 0)
-              for (int q = 0; q < ll_world; q++) {
-                u64 seen;
-                if (q != ll_rank && weft_gemm_wait_signal(ar_flags + q, (u64)need, timeout_ns, &seen)) {
-                  weft_gemm_report_timeout(error, w.tile, q, (u64)need, seen);
-                  asm volatile("trap;");
-                }
-              }
+              weft_gemm_ar_wait_peers(ar_flags, ll_rank, ll_world, need, timeout_ns, error, w.tile);
             weft_gemm_named_sync(2 + cw, 128); /* thread 0 acquired: the copies are visible */
             ar_seen = need;
           }
