@@ -27,7 +27,8 @@
  *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a rank pushes
  *                       2 (world - 1) / world of the array, not world - 1 arrays, for one more
  *                       NVLink hop.
- *   weft_red_ll128      the same in LL128 lines (120 payload bytes a 128-byte line, weft/ll.cuh).
+ *   weft_red_ll128      the same in LL128 lines (120 payload bytes a 128-byte line, weft/ll.cuh);
+ *                       _batch polls four ranks' lines at once (more than 2 ranks).
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
@@ -319,10 +320,15 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
  * line L of every segment to its owner, then sums line L of its own segment in rank order and
  * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
  * waits only for lines that the other ranks' groups of line L push before they wait for
- * anything (the whole grid resident), and the parity argument is weft_red_ll2's. */
-extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
-                                          unsigned long long bytes, unsigned long long per, int dtype,
-                                          unsigned char *ll, unsigned long long seg_slot) {
+ * anything (the whole grid resident), and the parity argument is weft_red_ll2's. A group polls
+ * BATCH ranks' lines at once (weft_ll128_load): weft_red_ll128_batch, 4 at once, is the form for
+ * more than 2 ranks (4 ranks: 1 MiB 5%, 4 MiB 7% faster than one at a time; 2 at once at 2
+ * ranks cost 512 KiB-2 MiB 2-12%: h200-x4, 2026-11-26, bench/results/2026-11-26u-stop33.md). */
+template <int BATCH>
+static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsigned char *recv,
+                                                 unsigned long long bytes, unsigned long long per,
+                                                 int dtype, unsigned char *ll,
+                                                 unsigned long long seg_slot) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -344,12 +350,18 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t off = L * WEFT_LL128_LINE, w0, w1;
     float acc[8];
-    for (int p = 0; p < world; p++) {
-      weft_ll128_load(pieces + (weft_u64_t)p * seg_slot + off, e, &w0, &w1);
-      weft_red_word_add(acc, (unsigned)w0, dtype, p == 0);
-      weft_red_word_add(acc + 2, (unsigned)(w0 >> 32), dtype, p == 0);
-      weft_red_word_add(acc + 4, (unsigned)w1, dtype, p == 0);
-      weft_red_word_add(acc + 6, (unsigned)(w1 >> 32), dtype, p == 0);
+    for (int p0 = 0; p0 < world; p0 += BATCH) {
+      weft_u64_t a[BATCH], b[BATCH];
+      const int n = world - p0 < BATCH ? world - p0 : BATCH;
+      weft_ll128_load<BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+#pragma unroll
+      for (int i = 0; i < BATCH; i++)
+        if (i < n) {
+          weft_red_word_add(acc, (unsigned)a[i], dtype, p0 + i == 0);
+          weft_red_word_add(acc + 2, (unsigned)(a[i] >> 32), dtype, p0 + i == 0);
+          weft_red_word_add(acc + 4, (unsigned)b[i], dtype, p0 + i == 0);
+          weft_red_word_add(acc + 6, (unsigned)(b[i] >> 32), dtype, p0 + i == 0);
+        }
     }
     w0 = (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32;
     w1 = j == 7 ? e : (weft_u64_t)weft_red_word_pack(acc + 4, dtype) | (weft_u64_t)weft_red_word_pack(acc + 6, dtype) << 32;
@@ -359,17 +371,34 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
     }
   }
   for (weft_u64_t L = g0; L < lines; L += step) {
-    weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE, w0, w1;
-    for (int p = 0; p < world; p++) {
-      weft_ll128_load(sums + (weft_u64_t)p * seg_slot + off, e, &w0, &w1);
-      unsigned char *seg = recv + (weft_u64_t)p * per;
-      weft_u64_t n = red_seg_bytes(bytes, per, p);
-      red_ll_put(seg, n, w, w0);
-      if (j != 7) red_ll_put(seg, n, w + 1, w1);
+    weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
+    for (int p0 = 0; p0 < world; p0 += BATCH) {
+      weft_u64_t a[BATCH], b[BATCH];
+      const int n = world - p0 < BATCH ? world - p0 : BATCH;
+      weft_ll128_load<BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+#pragma unroll
+      for (int i = 0; i < BATCH; i++)
+        if (i < n) {
+          unsigned char *seg = recv + (weft_u64_t)(p0 + i) * per;
+          weft_u64_t nb = red_seg_bytes(bytes, per, p0 + i);
+          red_ll_put(seg, nb, w, a[i]);
+          if (j != 7) red_ll_put(seg, nb, w + 1, b[i]);
+        }
     }
   }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
+                                          unsigned long long bytes, unsigned long long per, int dtype,
+                                          unsigned char *ll, unsigned long long seg_slot) {
+  red_ll128<1>(send, recv, bytes, per, dtype, ll, seg_slot);
+}
+extern "C" __global__ void weft_red_ll128_batch(const unsigned char *send, unsigned char *recv,
+                                                unsigned long long bytes, unsigned long long per,
+                                                int dtype, unsigned char *ll,
+                                                unsigned long long seg_slot) {
+  red_ll128<4>(send, recv, bytes, per, dtype, ll, seg_slot);
 }
 
 /* ---- copy-engine ReduceScatter -------------------------------------------------------------- */
