@@ -27,8 +27,7 @@
  *   weft_red_ll2        AllReduce two-shot in LL lines (see there): a rank pushes
  *                       2 (world - 1) / world of the array, not world - 1 arrays, for one more
  *                       NVLink hop.
- *   weft_red_ll128      the same in LL128 lines (120 payload bytes a 128-byte line, weft/ll.cuh);
- *                       _batch polls four ranks' lines at once (more than 2 ranks).
+ *   weft_red_ll128      the same in LL128 lines (120 payload bytes a 128-byte line, weft/ll.cuh).
  *   weft_red_ll         AllReduce one-shot in LL lines (16 bytes: 8 payload bytes and the flag e
  *                       twice): every rank pushes its whole array into its slot of every rank's
  *                       LL area (parity of e), then each rank reduces the world slots (for
@@ -38,6 +37,10 @@
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
+ *   weft_red_ll, _ll2 and _ll128 each have a _batch form, the one for more than 2 ranks: its
+ *   thread (group) polls four ranks' lines at once, where the others wait for one rank's line at
+ *   a time (4 ranks: 8 B-8 KiB ~0.35 us, 128 KiB 0.6, 1 MiB 0.6, 4 MiB 2 us faster; at 2 ranks
+ *   the batched LL128 loop cost 2-12%: bench/results/2026-11-26u-stop33.md).
  *   Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds: in round r every rank's copy
  *   engines put its piece r of every segment into the owner's staging area, parity r & 1
  *   (src/ops/reduce.c), and every owner reduces its round r while the copies of round r + 1 run.
@@ -217,15 +220,30 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
   for (int k = 0; k < 8 && b + k < n; k++) p[b + k] = (unsigned char)(v >> (8 * k));
 }
 
+/* The ranks' lines from rank p0 on that a group polls at once (BATCH at most; BATCH 1 keeps
+ * the one-at-a-time loop's code as it was). */
+template <int BATCH>
+static __device__ __forceinline__ int red_batch_lines(int world, int p0) {
+  return BATCH == 1 ? 1 : world - p0 < BATCH ? world - p0 : BATCH;
+}
+
 /* Line l summed over the world slots of an LL area (slot r: rank r's lines, slot_bytes apart),
- * ranks in order, each line waited for under flag; 8 bytes of sums. */
+ * ranks in order, each line waited for under flag, BATCH ranks' lines at once; 8 bytes of sums. */
+template <int BATCH>
 static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slots, weft_u64_t slot_bytes,
                                                         weft_u64_t l, unsigned flag, int dtype) {
   float acc[4];
-  for (int p = 0; p < weft_state.local_world; p++) {
-    weft_u64_t v = weft_ll_load16(slots + (weft_u64_t)p * slot_bytes + l * 16, flag);
-    weft_red_word_add(acc, (unsigned)v, dtype, p == 0);
-    weft_red_word_add(acc + 2, (unsigned)(v >> 32), dtype, p == 0);
+  const int world = weft_state.local_world;
+  for (int p0 = 0; p0 < world; p0 += BATCH) {
+    weft_u64_t v[BATCH];
+    const int n = red_batch_lines<BATCH>(world, p0);
+    weft_ll_load16_n<BATCH>(slots + (weft_u64_t)p0 * slot_bytes + l * 16, slot_bytes, n, flag, v);
+#pragma unroll
+    for (int i = 0; i < BATCH; i++)
+      if (i < n) {
+        weft_red_word_add(acc, (unsigned)v[i], dtype, p0 + i == 0);
+        weft_red_word_add(acc + 2, (unsigned)(v[i] >> 32), dtype, p0 + i == 0);
+      }
   }
   return (weft_u64_t)weft_red_word_pack(acc, dtype) | (weft_u64_t)weft_red_word_pack(acc + 2, dtype) << 32;
 }
@@ -234,10 +252,11 @@ static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slo
  * (seg_stride 0): every rank gets the whole bytes of send. ReduceScatter: rank p gets the bytes
  * at send + p * seg_stride (its segment). The same thread pushes line l (reading send) and later
  * reduces it (writing recv): in place is safe (ReduceScatter's own segment is line l's too). */
-extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
-                                       unsigned long long bytes, int dtype, unsigned char *ll,
-                                       unsigned long long ll_slot_bytes,
-                                       unsigned long long seg_stride) {
+template <int BATCH>
+static __device__ __forceinline__ void red_ll(const unsigned char *send, unsigned char *recv,
+                                              unsigned long long bytes, int dtype, unsigned char *ll,
+                                              unsigned long long ll_slot_bytes,
+                                              unsigned long long seg_stride) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -255,9 +274,21 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    red_ll_put(recv, bytes, l, red_ll_sum(area, ll_slot_bytes, l, flag, dtype));
+    red_ll_put(recv, bytes, l, red_ll_sum<BATCH>(area, ll_slot_bytes, l, flag, dtype));
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
+                                       unsigned long long bytes, int dtype, unsigned char *ll,
+                                       unsigned long long ll_slot_bytes,
+                                       unsigned long long seg_stride) {
+  red_ll<1>(send, recv, bytes, dtype, ll, ll_slot_bytes, seg_stride);
+}
+extern "C" __global__ void weft_red_ll_batch(const unsigned char *send, unsigned char *recv,
+                                             unsigned long long bytes, int dtype, unsigned char *ll,
+                                             unsigned long long ll_slot_bytes,
+                                             unsigned long long seg_stride) {
+  red_ll<4>(send, recv, bytes, dtype, ll, ll_slot_bytes, seg_stride);
 }
 
 /* The bytes of segment p of an array of `bytes` cut into segments of per bytes. */
@@ -277,9 +308,11 @@ static __device__ __forceinline__ weft_u64_t red_seg_bytes(weft_u64_t bytes, wef
  * anything, so no cycle (the whole grid resident, as for every LL form). Reuse by parity as for
  * weft_red_ll: a rank that finished call e + 1 read every rank's sums of e + 1, so every rank had
  * started e + 1 and finished reading e's lines. */
-extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
-                                        unsigned long long bytes, unsigned long long per, int dtype,
-                                        unsigned char *ll, unsigned long long ll_slot_bytes) {
+template <int BATCH>
+static __device__ __forceinline__ void red_ll2(const unsigned char *send, unsigned char *recv,
+                                               unsigned long long bytes, unsigned long long per,
+                                               int dtype, unsigned char *ll,
+                                               unsigned long long ll_slot_bytes) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -296,7 +329,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
   for (weft_u64_t l = l0; l < lines; l += step) {
-    weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype);
+    weft_u64_t v = red_ll_sum<BATCH>(pieces, seg_slot, l, flag, dtype);
     for (int k = 0; k < world; k++) {
       int p = weft_local_peer(k);
       weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p),
@@ -304,11 +337,27 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    for (int p = 0; p < world; p++)
-      red_ll_put(recv + (weft_u64_t)p * per, red_seg_bytes(bytes, per, p), l,
-                 weft_ll_load16(sums + (weft_u64_t)p * seg_slot + l * 16, flag));
+    for (int p0 = 0; p0 < world; p0 += BATCH) {
+      weft_u64_t v[BATCH];
+      const int n = red_batch_lines<BATCH>(world, p0);
+      weft_ll_load16_n<BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16, seg_slot, n, flag, v);
+#pragma unroll
+      for (int i = 0; i < BATCH; i++)
+        if (i < n) red_ll_put(recv + (weft_u64_t)(p0 + i) * per, red_seg_bytes(bytes, per, p0 + i), l, v[i]);
+    }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
+}
+extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
+                                        unsigned long long bytes, unsigned long long per, int dtype,
+                                        unsigned char *ll, unsigned long long ll_slot_bytes) {
+  red_ll2<1>(send, recv, bytes, per, dtype, ll, ll_slot_bytes);
+}
+extern "C" __global__ void weft_red_ll2_batch(const unsigned char *send, unsigned char *recv,
+                                              unsigned long long bytes, unsigned long long per,
+                                              int dtype, unsigned char *ll,
+                                              unsigned long long ll_slot_bytes) {
+  red_ll2<4>(send, recv, bytes, per, dtype, ll, ll_slot_bytes);
 }
 
 /* AllReduce two-shot in LL128 lines (weft/ll.cuh): weft_red_ll2's protocol with 120 payload
@@ -321,9 +370,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
  * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
  * waits only for lines that the other ranks' groups of line L push before they wait for
  * anything (the whole grid resident), and the parity argument is weft_red_ll2's. A group polls
- * BATCH ranks' lines at once (weft_ll128_load): weft_red_ll128_batch, 4 at once, is the form for
- * more than 2 ranks (4 ranks: 1 MiB 5%, 4 MiB 7% faster than one at a time; 2 at once at 2
- * ranks cost 512 KiB-2 MiB 2-12%: h200-x4, 2026-11-26, bench/results/2026-11-26u-stop33.md). */
+ * BATCH ranks' lines at once (weft_ll128_load; the _batch forms: see the file comment). */
 template <int BATCH>
 static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsigned char *recv,
                                                  unsigned long long bytes, unsigned long long per,
@@ -352,7 +399,7 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
     float acc[8];
     for (int p0 = 0; p0 < world; p0 += BATCH) {
       weft_u64_t a[BATCH], b[BATCH];
-      const int n = world - p0 < BATCH ? world - p0 : BATCH;
+      const int n = red_batch_lines<BATCH>(world, p0);
       weft_ll128_load<BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
       for (int i = 0; i < BATCH; i++)
@@ -374,7 +421,7 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
     weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
     for (int p0 = 0; p0 < world; p0 += BATCH) {
       weft_u64_t a[BATCH], b[BATCH];
-      const int n = world - p0 < BATCH ? world - p0 : BATCH;
+      const int n = red_batch_lines<BATCH>(world, p0);
       weft_ll128_load<BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
       for (int i = 0; i < BATCH; i++)

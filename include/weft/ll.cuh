@@ -70,6 +70,45 @@ static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, uns
   }
 }
 
+/* weft_ll_load16 of n <= N lines (line i at src + i * stride) into v[i]: each spin loads every
+ * line not yet complete, all in flight before any flag is checked, so a reader of several
+ * ranks' lines waits about one round trip after the last arrives, not one a line. */
+template <int N>
+static __device__ __forceinline__ void weft_ll_load16_n(const void *src, weft_u64_t stride, int n,
+                                                        unsigned flag, weft_u64_t v[N]) {
+  if constexpr (N == 1) {
+    v[0] = weft_ll_load16(src, flag);
+  } else {
+    unsigned pending = (1u << n) - 1;
+    weft_u64_t start = 0;
+    for (unsigned spins = 0;; spins++) {
+      unsigned d0[N], f0[N], d1[N], f1[N];
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        if (pending >> i & 1)
+          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(d0[i]), "=r"(f0[i]), "=r"(d1[i]), "=r"(f1[i])
+                       : "l"((const char *)src + i * stride)
+                       : "memory");
+      int first = -1;
+      unsigned seen = 0;
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        if (pending >> i & 1) {
+          if (f0[i] == flag && f1[i] == flag) {
+            v[i] = ((weft_u64_t)d1[i] << 32) | d0[i];
+            pending &= ~(1u << i);
+          } else if (first < 0) {
+            first = i, seen = f0[i] != flag ? f0[i] : f1[i];
+          }
+        }
+      if (!pending) return;
+      const weft_u64_t *line = (const weft_u64_t *)((const char *)src + first * stride);
+      weft_spin_check(spins, &start, "ll_load16", -1, line, WEFT_CMP_EQ, flag, seen);
+    }
+  }
+}
+
 /* The 8 payload bytes of line i of an n-byte message at src (zero-padded past n). */
 static __device__ __forceinline__ weft_u64_t weft_ll_line_payload_(const char *src, weft_u64_t n,
                                                                    weft_u64_t i, int aligned) {

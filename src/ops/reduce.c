@@ -91,11 +91,12 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", NULL, 0, &o->red));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
-  /* (the form that polls four ranks' lines at once where there are more than two) */
-  WEFT_CHECK(weft_module_get_kernel(
-      o->red, comm->local_world > 2 ? "weft_red_ll128_batch" : "weft_red_ll128", &o->red_ll128));
+  /* the LL forms that poll four ranks' lines at once where there are more than two ranks */
+  int batch = comm->local_world > 2;
+  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll_batch" : "weft_red_ll", &o->red_ll));
+  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll2_batch" : "weft_red_ll2", &o->red_ll2));
+  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll128_batch" : "weft_red_ll128",
+                                    &o->red_ll128));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
