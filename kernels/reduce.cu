@@ -254,8 +254,8 @@ static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slo
  * reduces it (writing recv): in place is safe (ReduceScatter's own segment is line l's too). */
 template <int BATCH>
 static __device__ __forceinline__ void red_ll(const unsigned char *send, unsigned char *recv,
-                                              unsigned long long bytes, int dtype, unsigned char *ll,
-                                              unsigned long long ll_slot_bytes,
+                                              unsigned long long bytes, int dtype,
+                                              unsigned char *ll, unsigned long long ll_slot_bytes,
                                               unsigned long long seg_stride) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
@@ -343,7 +343,8 @@ static __device__ __forceinline__ void red_ll2(const unsigned char *send, unsign
       weft_ll_load16_n<BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16, seg_slot, n, flag, v);
 #pragma unroll
       for (int i = 0; i < BATCH; i++)
-        if (i < n) red_ll_put(recv + (weft_u64_t)(p0 + i) * per, red_seg_bytes(bytes, per, p0 + i), l, v[i]);
+        if (i < n)
+          red_ll_put(recv + (weft_u64_t)(p0 + i) * per, red_seg_bytes(bytes, per, p0 + i), l, v[i]);
     }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);

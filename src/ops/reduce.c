@@ -93,8 +93,10 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   /* the LL forms that poll four ranks' lines at once where there are more than two ranks */
   int batch = comm->local_world > 2;
-  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll_batch" : "weft_red_ll", &o->red_ll));
-  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll2_batch" : "weft_red_ll2", &o->red_ll2));
+  WEFT_CHECK(
+      weft_module_get_kernel(o->red, batch ? "weft_red_ll_batch" : "weft_red_ll", &o->red_ll));
+  WEFT_CHECK(
+      weft_module_get_kernel(o->red, batch ? "weft_red_ll2_batch" : "weft_red_ll2", &o->red_ll2));
   WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll128_batch" : "weft_red_ll128",
                                     &o->red_ll128));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
