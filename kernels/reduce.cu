@@ -371,7 +371,7 @@ extern "C" __global__ void weft_red_ll2_batch(const unsigned char *send, unsigne
  * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
  * waits only for lines that the other ranks' groups of line L push before they wait for
  * anything (the whole grid resident), and the parity argument is weft_red_ll2's. A group polls
- * BATCH ranks' lines at once (weft_ll128_load; the _batch forms: see the file comment). */
+ * BATCH ranks' lines at once (weft_ll128_load_n; the _batch forms: see the file comment). */
 template <int BATCH>
 static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsigned char *recv,
                                                  unsigned long long bytes, unsigned long long per,
@@ -401,7 +401,7 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
     for (int p0 = 0; p0 < world; p0 += BATCH) {
       weft_u64_t a[BATCH], b[BATCH];
       const int n = red_batch_lines<BATCH>(world, p0);
-      weft_ll128_load<BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+      weft_ll128_load_n<BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
       for (int i = 0; i < BATCH; i++)
         if (i < n) {
@@ -423,7 +423,7 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
     for (int p0 = 0; p0 < world; p0 += BATCH) {
       weft_u64_t a[BATCH], b[BATCH];
       const int n = red_batch_lines<BATCH>(world, p0);
-      weft_ll128_load<BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+      weft_ll128_load_n<BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
       for (int i = 0; i < BATCH; i++)
         if (i < n) {

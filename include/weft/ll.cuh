@@ -206,31 +206,37 @@ static __device__ __forceinline__ void weft_ll128_store(void *dst, weft_u64_t w0
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(d), "l"(w0), "l"(w1) : "memory");
 }
 
-/* Every lane of the group: waits until each of n <= N lines (line i at src + i * stride, local,
- * 128-byte aligned) carries flag and returns its 16 bytes of line i in w0[i], w1[i] (lane 7's w1
- * is the flag). Each spin loads every line whose flag has not come yet, all in flight before any
- * flag is checked, so a reader of several peers' lines waits about one round trip after the last
- * arrives, not one a line. */
-template <int N>
-static __device__ __forceinline__ void weft_ll128_load(const void *src, weft_u64_t stride, int n,
-                                                       weft_u64_t flag, weft_u64_t w0[N],
-                                                       weft_u64_t w1[N]) {
+/* Every lane of the group: waits until the line at src (local, 128-byte aligned) carries flag
+ * and returns its 16 bytes in *w0, *w1 (lane 7's w1 is the flag). */
+static __device__ __forceinline__ void weft_ll128_load(const void *src, weft_u64_t flag,
+                                                       weft_u64_t *w0, weft_u64_t *w1) {
   const char *s = (const char *)src + 16 * (threadIdx.x & 7);
-  unsigned mask = weft_ll128_mask(), last = (threadIdx.x & 31) | 7, pending = (1u << n) - 1;
+  unsigned mask = weft_ll128_mask(), last = (threadIdx.x & 31) | 7;
   weft_u64_t start = 0;
-  if constexpr (N == 1) { /* (the loop below costs a 2-rank AllReduce 2-7%: 86 registers, not 80) */
-    for (unsigned spins = 0;; spins++) {
-      __syncwarp(mask);
-      asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
-                   : "=l"(w0[0]), "=l"(w1[0])
-                   : "l"(s)
-                   : "memory");
-      weft_u64_t f = __shfl_sync(mask, w1[0], last);
-      if (f == flag) return;
-      weft_spin_check(spins, &start, "ll128_load", -1, (const weft_u64_t *)src + 15, WEFT_CMP_EQ,
-                      flag, f);
-    }
+  for (unsigned spins = 0;; spins++) {
+    __syncwarp(mask);
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*w0), "=l"(*w1) : "l"(s) : "memory");
+    weft_u64_t f = __shfl_sync(mask, *w1, last);
+    if (f == flag) return;
+    weft_spin_check(spins, &start, "ll128_load", -1, (const weft_u64_t *)src + 15, WEFT_CMP_EQ, flag, f);
+  }
+}
+
+/* weft_ll128_load of n <= N lines (line i at src + i * stride) into w0[i], w1[i]: each spin
+ * loads every line whose flag has not come yet, all in flight before any flag is checked, so a
+ * reader of several peers' lines waits about one round trip after the last arrives, not one a
+ * line. N = 1 is weft_ll128_load itself (the loop costs registers: a 2-rank AllReduce in LL128
+ * ran 2-7% slower with it, 86 registers against 80). */
+template <int N>
+static __device__ __forceinline__ void weft_ll128_load_n(const void *src, weft_u64_t stride, int n,
+                                                         weft_u64_t flag, weft_u64_t w0[N],
+                                                         weft_u64_t w1[N]) {
+  if constexpr (N == 1) {
+    weft_ll128_load(src, flag, &w0[0], &w1[0]);
   } else {
+    const char *s = (const char *)src + 16 * (threadIdx.x & 7);
+    unsigned mask = weft_ll128_mask(), last = (threadIdx.x & 31) | 7, pending = (1u << n) - 1;
+    weft_u64_t start = 0;
     for (unsigned spins = 0;; spins++) {
       __syncwarp(mask);
 #pragma unroll
