@@ -115,14 +115,14 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps
 
 weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
                             const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
-                            int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
+                            int allreduce, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan) {
   *plan = (weft_ops_plan_t){algo, 0, 0};
   if (algo != WEFT_ALGO_AUTO || !comm->autotune || comm->world < 2) return WEFT_STATUS_SUCCESS;
   /* AUTO's algorithm first: the autotuner's near-ties go to the earliest candidate */
   weft_algo_t order[WEFT_OPS_PLAN_MAX];
-  weft_algo_t heuristic = weft_ops_overlap_algo(WEFT_ALGO_AUTO, p->m, comm->local_world,
-                                                !strcmp(op, "gemm_ar"), (long long)p->n * p->k);
+  weft_algo_t heuristic =
+      weft_ops_overlap_algo(WEFT_ALGO_AUTO, p->m, comm->local_world, allreduce, (long long)p->n * p->k);
   int no = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < nalgos && no < WEFT_OPS_PLAN_MAX; i++)
@@ -131,7 +131,7 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   char names[WEFT_OPS_PLAN_MAX][32];
   const char *name[WEFT_OPS_PLAN_MAX];
   int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
-                                   comm->ops.gemm_ws_counters, order, no, sm_consumer, plans, names);
+                                   comm->ops.gemm_ws_counters, order, no, allreduce, plans, names);
   for (int i = 0; i < n; i++) name[i] = names[i];
   char key[256];
   snprintf(key, sizeof key, "%s m=%d n=%d k=%d lda=%lld ldb=%lld ldc=%lld in=%d out=%d b=%s", op,

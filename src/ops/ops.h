@@ -136,14 +136,14 @@ typedef weft_status_t (*weft_ops_run_t)(weft_comm_t *comm, const void *ctx,
 /* The plan of an overlapped op's call: {algo} unless algo is AUTO and the autotuner is on
  * (weft_comm_set_autotune) with more than one rank; then the fastest of the candidates built
  * from `algos` (each the op accepts; SEQUENTIAL once, the others at the heuristic's tile width
- * and the other widths weft_gemm_config_width gives p, SM with consumer SM counts too when
- * sm_consumer), timed by weft_autotune under a key of op (the public name) and p's shapes,
- * strides and dtypes, AUTO's algorithm at the heuristic's width first (a candidate within 3% of
- * the fastest loses to an earlier one); {AUTO} where it cannot decide (a graph capture).
- * Collective, like the op. */
+ * and the other widths weft_gemm_config_width gives p, SM with consumer SM counts too for
+ * GEMM + AllReduce: allreduce), timed by weft_autotune under a key of op (the public name) and
+ * p's shapes, strides and dtypes, AUTO's algorithm (weft_ops_overlap_algo) at the heuristic's
+ * width first (a candidate within 3% of the fastest loses to an earlier one); {AUTO} where it
+ * cannot decide (a graph capture). Collective, like the op. */
 weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
                             const weft_gemm_problem_t *p, const weft_algo_t *algos, int nalgos,
-                            int sm_consumer, weft_ops_run_t run, const void *ctx, CUstream stream,
+                            int allreduce, weft_ops_run_t run, const void *ctx, CUstream stream,
                             weft_ops_plan_t *plan);
 
 /* The candidates weft_ops_plan times (at most WEFT_OPS_PLAN_MAX) and their names ("ce",

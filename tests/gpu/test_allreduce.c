@@ -101,19 +101,21 @@ int main(void) {
   /* In place (sendbuf == recvbuf), every algorithm that takes it, bf16 sizes around each
    * threshold: AUTO's LL limit where the LL128 form is off (each rank pushes 2 MiB), LL's
    * largest, where AUTO takes the LL128 two-shot (512 KiB) and its limit
-   * (WEFT_ALLREDUCE_LL128_BYTES, 4 MiB unless set), past the pushes' limit
-   * (WEFT_ALLREDUCE_PUSH_BYTES, 32 MiB unless set: the pull two-shot). */
+   * (WEFT_ALLREDUCE_LL128_BYTES), past the pushes' limit (WEFT_ALLREDUCE_PUSH_BYTES: the pull
+   * two-shot); both limits as this communicator read them. */
   {
     size_t auto_ll = ((size_t)2 << 20) / (size_t)(world - 1) / 2;
-    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = ((size_t)4 << 20) / 2;
-    size_t push = ((size_t)32 << 20) / 2;
+    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops.red_ll128_max / 2;
+    size_t push = t.comm->ops.red_push2_max / 2;
     const size_t counts[] = {3,       4099,    auto_ll, auto_ll + 1, ll_max,  ll_max + 5,
                              262143,  262144,  3000001, ll128,       ll128 + 5, push + 5};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
       for (int a = 0; a < 4; a++) {
         weft_dtype_t dt = WEFT_DTYPE_BF16;
-        if (!takes(algos[a], counts[i] * 2, 1)) continue;
+        /* (a limit set to 0 or past the buffers: its threshold goes untested) */
+        if (!takes(algos[a], counts[i] * 2, 1) || !counts[i] || 2 * (counts[i] + 3) > max_bytes)
+          continue;
         char *buf = sendb + 2 * 3; /* odd element offset */
         rt_fill(&t, buf, counts[i], dt, me, ++call, 0, s);
         OK(weft_allreduce(t.comm, buf, buf, counts[i], dt, WEFT_RED_OP_SUM, algos[a], s));
