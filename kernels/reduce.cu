@@ -37,10 +37,7 @@
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
- *   weft_red_ll, _ll2 and _ll128 each have a _batch form, the one for more than 2 ranks: its
- *   thread (group) polls four ranks' lines at once, where the others wait for one rank's line at
- *   a time (4 ranks: 8 B-8 KiB ~0.35 us, 128 KiB 0.6, 1 MiB 0.6, 4 MiB 2 us faster; at 2 ranks
- *   the batched LL128 loop cost 2-12%: bench/results/2026-11-26u-stop33.md).
+ *   weft_red_ll, _ll2 and _ll128 poll WEFT_RED_LL_BATCH ranks' lines at once (below).
  *   Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds: in round r every rank's copy
  *   engines put its piece r of every segment into the owner's staging area, parity r & 1
  *   (src/ops/reduce.c), and every owner reduces its round r while the copies of round r + 1 run.
@@ -220,26 +217,38 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
   for (int k = 0; k < 8 && b + k < n; k++) p[b + k] = (unsigned char)(v >> (8 * k));
 }
 
-/* The ranks' lines from rank p0 on that a group polls at once (BATCH at most; BATCH 1 keeps
+/* The ranks' lines an LL reader (a thread; LL128: a group) polls at once (weft_ll_load16_n,
+ * weft_ll128_load_n). src/ops compiles this file with 4 above 2 ranks, 1 (one rank's line at a
+ * time) else: at 4 ranks 4 at once ran 8 B-8 KiB ~0.35 us, 128 KiB 0.6, 1 MiB 0.6, 4 MiB 2 us
+ * faster; at 2 ranks the batched LL128 loop cost 2-12% (more registers) (h200-x4, 2026-11-26,
+ * bench/results/2026-11-26u-stop33.md). */
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=1
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=4
+#ifndef WEFT_RED_LL_BATCH
+#define WEFT_RED_LL_BATCH 1
+#endif
+#define RED_BATCH WEFT_RED_LL_BATCH
+
+/* Of the ranks' lines from rank p0 on, those polled at once (RED_BATCH 1: the constant keeps
  * the one-at-a-time loop's code as it was). */
-template <int BATCH>
 static __device__ __forceinline__ int red_batch_lines(int world, int p0) {
-  return BATCH == 1 ? 1 : world - p0 < BATCH ? world - p0 : BATCH;
+  return RED_BATCH == 1 ? 1 : world - p0 < RED_BATCH ? world - p0 : RED_BATCH;
 }
 
 /* Line l summed over the world slots of an LL area (slot r: rank r's lines, slot_bytes apart),
- * ranks in order, each line waited for under flag, BATCH ranks' lines at once; 8 bytes of sums. */
-template <int BATCH>
+ * ranks in order, each line waited for under flag, RED_BATCH ranks' lines at once; 8 bytes of
+ * sums. */
 static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slots, weft_u64_t slot_bytes,
                                                         weft_u64_t l, unsigned flag, int dtype) {
   float acc[4];
   const int world = weft_state.local_world;
-  for (int p0 = 0; p0 < world; p0 += BATCH) {
-    weft_u64_t v[BATCH];
-    const int n = red_batch_lines<BATCH>(world, p0);
-    weft_ll_load16_n<BATCH>(slots + (weft_u64_t)p0 * slot_bytes + l * 16, slot_bytes, n, flag, v);
+  for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
+    weft_u64_t v[RED_BATCH];
+    const int n = red_batch_lines(world, p0);
+    const unsigned char *line = slots + (weft_u64_t)p0 * slot_bytes + l * 16;
+    weft_ll_load16_n<RED_BATCH>(line, slot_bytes, n, flag, v);
 #pragma unroll
-    for (int i = 0; i < BATCH; i++)
+    for (int i = 0; i < RED_BATCH; i++)
       if (i < n) {
         weft_red_word_add(acc, (unsigned)v[i], dtype, p0 + i == 0);
         weft_red_word_add(acc + 2, (unsigned)(v[i] >> 32), dtype, p0 + i == 0);
@@ -252,11 +261,10 @@ static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slo
  * (seg_stride 0): every rank gets the whole bytes of send. ReduceScatter: rank p gets the bytes
  * at send + p * seg_stride (its segment). The same thread pushes line l (reading send) and later
  * reduces it (writing recv): in place is safe (ReduceScatter's own segment is line l's too). */
-template <int BATCH>
-static __device__ __forceinline__ void red_ll(const unsigned char *send, unsigned char *recv,
-                                              unsigned long long bytes, int dtype,
-                                              unsigned char *ll, unsigned long long ll_slot_bytes,
-                                              unsigned long long seg_stride) {
+extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
+                                       unsigned long long bytes, int dtype, unsigned char *ll,
+                                       unsigned long long ll_slot_bytes,
+                                       unsigned long long seg_stride) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -274,21 +282,9 @@ static __device__ __forceinline__ void red_ll(const unsigned char *send, unsigne
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    red_ll_put(recv, bytes, l, red_ll_sum<BATCH>(area, ll_slot_bytes, l, flag, dtype));
+    red_ll_put(recv, bytes, l, red_ll_sum(area, ll_slot_bytes, l, flag, dtype));
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
-}
-extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char *recv,
-                                       unsigned long long bytes, int dtype, unsigned char *ll,
-                                       unsigned long long ll_slot_bytes,
-                                       unsigned long long seg_stride) {
-  red_ll<1>(send, recv, bytes, dtype, ll, ll_slot_bytes, seg_stride);
-}
-extern "C" __global__ void weft_red_ll_batch(const unsigned char *send, unsigned char *recv,
-                                             unsigned long long bytes, int dtype, unsigned char *ll,
-                                             unsigned long long ll_slot_bytes,
-                                             unsigned long long seg_stride) {
-  red_ll<4>(send, recv, bytes, dtype, ll, ll_slot_bytes, seg_stride);
 }
 
 /* The bytes of segment p of an array of `bytes` cut into segments of per bytes. */
@@ -308,11 +304,9 @@ static __device__ __forceinline__ weft_u64_t red_seg_bytes(weft_u64_t bytes, wef
  * anything, so no cycle (the whole grid resident, as for every LL form). Reuse by parity as for
  * weft_red_ll: a rank that finished call e + 1 read every rank's sums of e + 1, so every rank had
  * started e + 1 and finished reading e's lines. */
-template <int BATCH>
-static __device__ __forceinline__ void red_ll2(const unsigned char *send, unsigned char *recv,
-                                               unsigned long long bytes, unsigned long long per,
-                                               int dtype, unsigned char *ll,
-                                               unsigned long long ll_slot_bytes) {
+extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
+                                        unsigned long long bytes, unsigned long long per, int dtype,
+                                        unsigned char *ll, unsigned long long ll_slot_bytes) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -329,7 +323,7 @@ static __device__ __forceinline__ void red_ll2(const unsigned char *send, unsign
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
   for (weft_u64_t l = l0; l < lines; l += step) {
-    weft_u64_t v = red_ll_sum<BATCH>(pieces, seg_slot, l, flag, dtype);
+    weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype);
     for (int k = 0; k < world; k++) {
       int p = weft_local_peer(k);
       weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p),
@@ -337,28 +331,17 @@ static __device__ __forceinline__ void red_ll2(const unsigned char *send, unsign
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    for (int p0 = 0; p0 < world; p0 += BATCH) {
-      weft_u64_t v[BATCH];
-      const int n = red_batch_lines<BATCH>(world, p0);
-      weft_ll_load16_n<BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16, seg_slot, n, flag, v);
+    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
+      weft_u64_t v[RED_BATCH];
+      const int n = red_batch_lines(world, p0);
+      weft_ll_load16_n<RED_BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16, seg_slot, n, flag, v);
 #pragma unroll
-      for (int i = 0; i < BATCH; i++)
+      for (int i = 0; i < RED_BATCH; i++)
         if (i < n)
           red_ll_put(recv + (weft_u64_t)(p0 + i) * per, red_seg_bytes(bytes, per, p0 + i), l, v[i]);
     }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
-}
-extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char *recv,
-                                        unsigned long long bytes, unsigned long long per, int dtype,
-                                        unsigned char *ll, unsigned long long ll_slot_bytes) {
-  red_ll2<1>(send, recv, bytes, per, dtype, ll, ll_slot_bytes);
-}
-extern "C" __global__ void weft_red_ll2_batch(const unsigned char *send, unsigned char *recv,
-                                              unsigned long long bytes, unsigned long long per,
-                                              int dtype, unsigned char *ll,
-                                              unsigned long long ll_slot_bytes) {
-  red_ll2<4>(send, recv, bytes, per, dtype, ll, ll_slot_bytes);
 }
 
 /* AllReduce two-shot in LL128 lines (weft/ll.cuh): weft_red_ll2's protocol with 120 payload
@@ -371,12 +354,10 @@ extern "C" __global__ void weft_red_ll2_batch(const unsigned char *send, unsigne
  * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
  * waits only for lines that the other ranks' groups of line L push before they wait for
  * anything (the whole grid resident), and the parity argument is weft_red_ll2's. A group polls
- * BATCH ranks' lines at once (weft_ll128_load_n; the _batch forms: see the file comment). */
-template <int BATCH>
-static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsigned char *recv,
-                                                 unsigned long long bytes, unsigned long long per,
-                                                 int dtype, unsigned char *ll,
-                                                 unsigned long long seg_slot) {
+ * RED_BATCH ranks' lines at once. */
+extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
+                                          unsigned long long bytes, unsigned long long per, int dtype,
+                                          unsigned char *ll, unsigned long long seg_slot) {
   weft_pdl_begin(); /* launched programmatic (src/ops) */
   int world = weft_state.local_world, me = weft_state.local_rank, first = weft_state.node_first_rank;
   weft_u64_t e = weft_epoch_begin(RED_SLOT);
@@ -398,12 +379,12 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t off = L * WEFT_LL128_LINE, w0, w1;
     float acc[8];
-    for (int p0 = 0; p0 < world; p0 += BATCH) {
-      weft_u64_t a[BATCH], b[BATCH];
-      const int n = red_batch_lines<BATCH>(world, p0);
-      weft_ll128_load_n<BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
+      weft_u64_t a[RED_BATCH], b[RED_BATCH];
+      const int n = red_batch_lines(world, p0);
+      weft_ll128_load_n<RED_BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
-      for (int i = 0; i < BATCH; i++)
+      for (int i = 0; i < RED_BATCH; i++)
         if (i < n) {
           weft_red_word_add(acc, (unsigned)a[i], dtype, p0 + i == 0);
           weft_red_word_add(acc + 2, (unsigned)(a[i] >> 32), dtype, p0 + i == 0);
@@ -420,12 +401,12 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
   }
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
-    for (int p0 = 0; p0 < world; p0 += BATCH) {
-      weft_u64_t a[BATCH], b[BATCH];
-      const int n = red_batch_lines<BATCH>(world, p0);
-      weft_ll128_load_n<BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
+      weft_u64_t a[RED_BATCH], b[RED_BATCH];
+      const int n = red_batch_lines(world, p0);
+      weft_ll128_load_n<RED_BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
 #pragma unroll
-      for (int i = 0; i < BATCH; i++)
+      for (int i = 0; i < RED_BATCH; i++)
         if (i < n) {
           unsigned char *seg = recv + (weft_u64_t)(p0 + i) * per;
           weft_u64_t nb = red_seg_bytes(bytes, per, p0 + i);
@@ -436,17 +417,6 @@ static __device__ __forceinline__ void red_ll128(const unsigned char *send, unsi
   }
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
-}
-extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
-                                          unsigned long long bytes, unsigned long long per, int dtype,
-                                          unsigned char *ll, unsigned long long seg_slot) {
-  red_ll128<1>(send, recv, bytes, per, dtype, ll, seg_slot);
-}
-extern "C" __global__ void weft_red_ll128_batch(const unsigned char *send, unsigned char *recv,
-                                                unsigned long long bytes, unsigned long long per,
-                                                int dtype, unsigned char *ll,
-                                                unsigned long long seg_slot) {
-  red_ll128<4>(send, recv, bytes, per, dtype, ll, seg_slot);
 }
 
 /* ---- copy-engine ReduceScatter -------------------------------------------------------------- */

@@ -89,16 +89,14 @@ static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", NULL, 0, &o->red));
+  /* the LL forms poll four ranks' lines at once above 2 ranks (kernels/reduce.cu says why) */
+  const char *batch[] = {"-DWEFT_RED_LL_BATCH=4"};
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", batch, comm->local_world > 2,
+                                       &o->red));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
-  /* the LL forms that poll four ranks' lines at once where there are more than two ranks */
-  int batch = comm->local_world > 2;
-  WEFT_CHECK(
-      weft_module_get_kernel(o->red, batch ? "weft_red_ll_batch" : "weft_red_ll", &o->red_ll));
-  WEFT_CHECK(
-      weft_module_get_kernel(o->red, batch ? "weft_red_ll2_batch" : "weft_red_ll2", &o->red_ll2));
-  WEFT_CHECK(weft_module_get_kernel(o->red, batch ? "weft_red_ll128_batch" : "weft_red_ll128",
-                                    &o->red_ll128));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
+  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll128", &o->red_ll128));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
