@@ -70,12 +70,13 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=,SM=]... [-J file.json]\n");
   exit(2);
 }
 
-/* --config's value into *c, and its hook (HK: 0 none, 1..4 the --hooks runs') into *hook. */
-static void parse_config(const char *s, weft_gemm_config_t *c, int *hook) {
+/* --config's value into *c, its hook (HK: 0 none, 1..4 the --hooks runs') into *hook and its SM
+ * count (SM: the persistent grid's SMs, weft_gemm_hooks_t.sms; 0 all) into *sms. */
+static void parse_config(const char *s, weft_gemm_config_t *c, int *hook, int *sms) {
   *c = (weft_gemm_config_t){.bm = 128, .bn = 256, .stages = 4, .cluster = 2, .epi_bufs = 2,
                             .group = 8, .k_splits = 1};
   char key[8];
@@ -92,6 +93,7 @@ static void parse_config(const char *s, weft_gemm_config_t *c, int *hook) {
     else if (!strcmp(key, "AR")) c->a_rows = v;
     else if (!strcmp(key, "TS")) c->tail_splits = v;
     else if (!strcmp(key, "HK") && v >= 0 && v <= 4) *hook = v;
+    else if (!strcmp(key, "SM") && v >= 0) *sms = v;
     else usage();
     s += used;
     if (*s != ',') break;
@@ -104,7 +106,8 @@ int main_gemm(int argc, char **argv) {
   bench_t b;
   static weft_gemm_config_t configs[MAX_RUNS];
   static char config_names[MAX_RUNS][64];
-  int config_hooks[MAX_RUNS] = {0}, nconfigs = 0;
+  int config_hooks[MAX_RUNS] = {0}, config_sms[MAX_RUNS] = {0}, nconfigs = 0;
+  static weft_gemm_hooks_t config_h[MAX_RUNS];
   static bench_mm_opts_t o = {.kmajor = 1, .dtype = "bf16", .iters = 20, .warmup = 5};
   int hooks = 0, hot = 0;
   for (int i = 0; i < argc; i++) {
@@ -119,7 +122,7 @@ int main_gemm(int argc, char **argv) {
     }
     if (!v) usage();
     if (!strcmp(argv[i], "--config") && nconfigs < MAX_RUNS - 6) {
-      parse_config(v, &configs[nconfigs], &config_hooks[nconfigs]);
+      parse_config(v, &configs[nconfigs], &config_hooks[nconfigs], &config_sms[nconfigs]);
       snprintf(config_names[nconfigs++], sizeof config_names[0], "%s", v);
     } else if (bench_mm_option(&o, argv[i], v) <= 0) {
       usage();
@@ -195,8 +198,15 @@ int main_gemm(int argc, char **argv) {
     const char *names[] = {"wait", "notify", "notify.gpu", "wait+notify"};
     for (int i = 0; i < 4; i++) x.hooks[x.nruns] = h[i + 1], x.name[x.nruns++] = names[i];
   }
-  for (int i = 0; i < nconfigs; i++)
-    x.cfg[x.nruns] = &configs[i], x.hooks[x.nruns] = h[config_hooks[i]], x.name[x.nruns++] = config_names[i];
+  for (int i = 0; i < nconfigs; i++) {
+    const weft_gemm_hooks_t *hk = h[config_hooks[i]];
+    if (config_sms[i]) { /* the same hooks on fewer SMs */
+      if (hk) config_h[i] = *hk;
+      config_h[i].sms = config_sms[i];
+      hk = &config_h[i];
+    }
+    x.cfg[x.nruns] = &configs[i], x.hooks[x.nruns] = hk, x.name[x.nruns++] = config_names[i];
+  }
 
   if (b.rank == 0) {
     printf("# %s in, %s out, B %s; times in us per call (median of %d samples of %d calls, slowest "
