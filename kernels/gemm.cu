@@ -44,10 +44,6 @@
  *                        0: B is [K,N] row-major (N contiguous, C = A B)
  *   WEFT_GEMM_CLUSTER_M  [1] 1 or 2: 2x1 cluster along M (two M tiles, one N tile), each CTA
  *                        loading half of B and multicasting it to both
- *   WEFT_GEMM_CLUSTER_N  [1] 1 or 2: 1x2 cluster along N (one M tile, two N tiles), each CTA
- *                        loading half of A's rows and multicasting them to both (decode: A is
- *                        read from L2 once a cluster, not once a tile). BM=128, A_ROWS = BM,
- *                        CLUSTER_M = 1, no SPLITK, TAIL, ORDER_TABLE, A_OWN or AR_OWN.
  *   WEFT_GEMM_GROUP      [8] grouped-raster group size, in tile-rows of CLUSTER_M*BM rows
  *   WEFT_GEMM_EPI_BUFS   [2] staging boxes per consumer WG (8 KiB each); a WG's output of
  *                        64 x WG_N is written as ceil(WG_N*outsize/128) boxes, EPI_BUFS at a time
@@ -262,9 +258,6 @@
 #ifndef WEFT_GEMM_CLUSTER_M
 #define WEFT_GEMM_CLUSTER_M 1
 #endif
-#ifndef WEFT_GEMM_CLUSTER_N
-#define WEFT_GEMM_CLUSTER_N 1
-#endif
 #ifndef WEFT_GEMM_GROUP
 #define WEFT_GEMM_GROUP 8
 #endif
@@ -364,10 +357,7 @@
 #define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_B_BYTES (WEFT_GEMM_BN * WEFT_GEMM_BK * 2)
 #define WEFT_GEMM_STAGE_BYTES (WEFT_GEMM_A_BYTES + WEFT_GEMM_B_BYTES)
-/* the CTAs of a cluster, and those that share (multicast) a stage's loads: the consumers of all
- * of them release it */
-#define WEFT_GEMM_CLUSTER_MN (WEFT_GEMM_CLUSTER_M * WEFT_GEMM_CLUSTER_N)
-#define WEFT_GEMM_CLUSTER (WEFT_GEMM_CLUSTER_MN * WEFT_GEMM_CLUSTER_K)
+#define WEFT_GEMM_CLUSTER (WEFT_GEMM_CLUSTER_M * WEFT_GEMM_CLUSTER_K)
 /* cluster split-K: float4 column groups per consumer thread, and those a CTA owns at most */
 #define WEFT_GEMM_NV (WEFT_GEMM_WG_N / 8)
 #define WEFT_GEMM_RED_J ((WEFT_GEMM_NV + WEFT_GEMM_CLUSTER_K - 1) / WEFT_GEMM_CLUSTER_K)
@@ -394,14 +384,6 @@
 #endif
 #if WEFT_GEMM_CLUSTER_M != 1 && WEFT_GEMM_CLUSTER_M != 2
 #error "WEFT_GEMM_CLUSTER_M must be 1 or 2"
-#endif
-#if WEFT_GEMM_CLUSTER_N != 1 && WEFT_GEMM_CLUSTER_N != 2
-#error "WEFT_GEMM_CLUSTER_N must be 1 or 2"
-#endif
-#if WEFT_GEMM_CLUSTER_N > 1 && (WEFT_GEMM_BM != 128 || WEFT_GEMM_A_ROWS != WEFT_GEMM_BM ||            \
-                                WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_SPLITK || WEFT_GEMM_TAIL || \
-                                WEFT_GEMM_ORDER_TABLE || WEFT_GEMM_A_OWN || WEFT_GEMM_AR_OWN)
-#error "WEFT_GEMM_CLUSTER_N = 2 needs BM = A_ROWS = 128, CLUSTER_M = 1 and no SPLITK, TAIL, ORDER_TABLE, A_OWN or AR_OWN"
 #endif
 #if WEFT_GEMM_CLUSTER_K > 1 && (!WEFT_GEMM_SPLITK || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_NOTIFY || \
                                 WEFT_GEMM_CLUSTER_K > 8 || WEFT_GEMM_CLUSTER_K > WEFT_GEMM_NV)
@@ -999,11 +981,7 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   (void)order_table;
   int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
   int ctiles_m = (tiles_m + WEFT_GEMM_CLUSTER_M - 1) / WEFT_GEMM_CLUSTER_M;
-  int ctiles_n = (tiles_n + WEFT_GEMM_CLUSTER_N - 1) / WEFT_GEMM_CLUSTER_N;
-  weft_gemm_order_grouped_rotated(mn, ctiles_m, ctiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
-  /* a 1x2 cluster's tiles are consecutive N tiles (the second may lie wholly past N: its loads
-   * of B are out of bounds (zeros) and its TMA stores clipped, but it multicasts its half of A) */
-  if (WEFT_GEMM_CLUSTER_N > 1) tn = tn * WEFT_GEMM_CLUSTER_N + cta_rank;
+  weft_gemm_order_grouped_rotated(mn, ctiles_m, tiles_n, WEFT_GEMM_GROUP, rotate_m, &ctm, &tn);
 #endif
   int tm = ctm * WEFT_GEMM_CLUSTER_M + (WEFT_GEMM_CLUSTER_M > 1 ? cta_rank : 0);
   w.m0 = tm * WEFT_GEMM_BM;
@@ -1271,7 +1249,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #elif WEFT_GEMM_TAIL
   const int num_work = ctiles_m * tiles_n + tail_tiles * (k_splits - 1);
 #else
-  const int num_work = ctiles_m * ((tiles_n + WEFT_GEMM_CLUSTER_N - 1) / WEFT_GEMM_CLUSTER_N);
+  const int num_work = ctiles_m * tiles_n;
 #endif
   /* the first tail tile's item (TAIL; see weft_gemm_decode) */
   const int first_tail = ctiles_m * tiles_n - (WEFT_GEMM_TAIL ? tail_tiles : 0);
@@ -1317,7 +1295,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
       weft_gemm_mbar_init(bar_full + 8 * s, 1);
-      weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_MN);
+      weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
 #if WEFT_GEMM_STORERS
     for (int i = 0; i < 2; i++) {
@@ -1407,11 +1385,6 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           } else {
             weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
           }
-#elif WEFT_GEMM_CLUSTER_N > 1
-          /* each CTA loads BM/2 rows of A and multicasts them to both CTAs */
-          weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
-          weft_gemm_tma_load_mc(sA + stage * WEFT_GEMM_A_BYTES + cta_rank * (WEFT_GEMM_A_BYTES / 2),
-                                map_a, k0, row_a + (int)cta_rank * (WEFT_GEMM_BM / 2), full, 3);
 #else
           weft_gemm_mbar_expect_tx(full, WEFT_GEMM_STAGE_BYTES);
           weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
@@ -1445,7 +1418,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
         }
       }
-#if WEFT_GEMM_CLUSTER_MN > 1
+#if WEFT_GEMM_CLUSTER_M > 1
       /* The producer's tail, in place of a closing cluster barrier: the CTA must outlive the
        * peer consumers' arrivals on its empty barriers, so it waits for every stage's release
        * after its last fill (both CTAs of a cluster fill the same stages in the same order).
@@ -1704,8 +1677,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           /* the previous stage's wgmmas are done: hand its buffers back */
           WEFT_GEMM_WGMMA_WAIT(1);
           if (wtid == 0) {
-#if WEFT_GEMM_CLUSTER_MN > 1
-            for (u32 r = 0; r < WEFT_GEMM_CLUSTER_MN; r++)
+#if WEFT_GEMM_CLUSTER_M > 1
+            for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
               weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else
             weft_gemm_mbar_arrive(bar_empty + 8 * prev);
@@ -1721,8 +1694,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       WEFT_GEMM_WGMMA_WAIT(0);
       if (tid == 128) WEFT_GEMM_STAMP(2);
       if (prev >= 0 && wtid == 0) {
-#if WEFT_GEMM_CLUSTER_MN > 1
-        for (u32 r = 0; r < WEFT_GEMM_CLUSTER_MN; r++)
+#if WEFT_GEMM_CLUSTER_M > 1
+        for (u32 r = 0; r < WEFT_GEMM_CLUSTER_M; r++)
           weft_gemm_mbar_arrive_cluster(bar_empty + 8 * prev, r);
 #else
         weft_gemm_mbar_arrive(bar_empty + 8 * prev);

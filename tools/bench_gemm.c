@@ -70,7 +70,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=,SM=,CN=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=,SM=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -86,7 +86,6 @@ static void parse_config(const char *s, weft_gemm_config_t *c, int *hook, int *s
     else if (!strcmp(key, "BN")) c->bn = v;
     else if (!strcmp(key, "ST")) c->stages = v;
     else if (!strcmp(key, "CL")) c->cluster = v;
-    else if (!strcmp(key, "CN")) c->cluster_n = v;
     else if (!strcmp(key, "EPI")) c->epi_bufs = v;
     else if (!strcmp(key, "G")) c->group = v;
     else if (!strcmp(key, "KS")) c->splitk = 1, c->k_splits = v;

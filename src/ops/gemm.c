@@ -91,12 +91,9 @@ int weft_gemm_tail(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, in
   return tiles;
 }
 
-/* The N tiles of a cluster (1x2 clusters multicasting A). */
-static int cluster_n(const weft_gemm_config_t *c) { return c->cluster_n > 1 ? c->cluster_n : 1; }
-
-/* The CTAs of a cluster: 2 along M, 2 along N, or a tile's splits. */
+/* The CTAs of a cluster: 2 along M, or a tile's splits. */
 static int cluster_size(const weft_gemm_config_t *c) {
-  return c->cluster * cluster_n(c) * (k_clustered(c) ? c->k_splits : 1);
+  return c->cluster * (k_clustered(c) ? c->k_splits : 1);
 }
 
 /* ---- checks ---------------------------------------------------------------------------------- */
@@ -364,7 +361,6 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("A_ROWS", a_rows(c));
   GEMM_DEFINE("STAGES", c->stages);
   GEMM_DEFINE("CLUSTER_M", c->cluster);
-  if (cluster_n(c) > 1) GEMM_DEFINE("CLUSTER_N", cluster_n(c));
   GEMM_DEFINE("EPI_BUFS", c->epi_bufs);
   GEMM_DEFINE("GROUP", c->group);
   GEMM_DEFINE("SPLITK", c->splitk);
@@ -603,14 +599,6 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "%d stages and %d bytes)",
                     cfg->stages, cfg->bm, cfg->bn, weft_gemm_smem_bytes(cfg), WEFT_GEMM_MAX_STAGES,
                     WEFT_GEMM_MAX_SMEM);
-  if (cfg->cluster_n > 1 &&
-      (cfg->cluster_n != 2 || cfg->bm != 128 || a_rows(cfg) != cfg->bm || cfg->cluster != 1 ||
-       cfg->splitk || tail_split(cfg) ||
-       (h && (h->order_table || h->wait_signals || h->notify_counters || h->ll_area || h->ar_staging))))
-    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: 1x2 clusters along N (cluster_n %d) take BM=128 tiles of whole A rows, "
-                    "no 2x1 clusters, split-K, split tail or hook but the SM budget",
-                    cfg->cluster_n);
   if (!cfg->splitk && wg_n(cfg) * out_size(p->out) < 128)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: BM=%d BN=%d gives a warpgroup %d columns, less than one output box of "
@@ -658,7 +646,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 
   CUtensorMap ta, tb, tc, town, tcall;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
-                    (uint32_t)(a_rows(cfg) / cluster_n(cfg)), 0, 0));
+                    (uint32_t)a_rows(cfg), 0, 0));
   int own = h && h->wait_signals && h->a_own, own_row0 = own ? h->a_own_row0 : 0,
       own_rows = own ? h->a_own_rows : 0;
   if (own && (own_row0 < 0 || own_rows < 1 || own_rows > p->m - own_row0))
@@ -692,8 +680,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   }
 
   /* a cluster's work item: a cluster tile, or one split of it unless the splits are the cluster */
-  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster *
-             ((tiles_n + cluster_n(cfg) - 1) / cluster_n(cfg)) * (clustered ? 1 : ks);
+  int work = (tiles_m + cfg->cluster - 1) / cfg->cluster * tiles_n * (clustered ? 1 : ks);
   int clusters = grid_clusters(cfg, h, g);
   /* a split tail (g is its kernel): the kernel's k_splits are the tail's */
   if (tail) work += tail * (tail_ks - 1), ks = tail_ks;

@@ -36,10 +36,6 @@ typedef struct weft_gemm_config {
    * grid's last, partly filled wave (WEFT_GEMM_TAIL; the launch picks the count from the
    * grid, the workspace and k); 0 or 1: no split tail */
   int tail_splits;
-  /* 2: 1x2 clusters along N whose CTAs each load half of A's rows and multicast them
-   * (WEFT_GEMM_CLUSTER_N; BM=128 tiles of whole A rows, no splitk, tail or hooks but the SM
-   * budget); 0 or 1: none */
-  int cluster_n;
 } weft_gemm_config_t;
 
 /* The overlap hooks. A NULL pointer leaves its hook compiled out. */
