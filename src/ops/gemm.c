@@ -20,6 +20,9 @@
 /* memory bandwidth an SM from which decode tiles are chosen as for fast memory (H200: 36 GB/s,
  * H100 SXM: 25; weft_gemm_config_choose) */
 #define GEMM_FAST_HBM_GBPS_PER_SM 30
+/* k-blocks from which 64 < m <= 128 takes 128-row tiles in 2 clustered splits over 64-row tiles
+ * (weft_gemm_config_choose) */
+#define GEMM_MID_SPLIT_MIN_KB 172
 /* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
  * counter, the last split's reads: 8-9 us on H100) costs about 11 k-blocks of a 256-column tile,
  * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
@@ -237,6 +240,14 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
      * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
+    /* Over long k, where 128x128 tiles fill under half the SMs but twice them fit: 128x128 in 2
+     * clustered splits (the split rule below gives 2) rather than 64x128 tiles, whose two row
+     * halves each stream the same B tile (H200, same runs, 2026-11-26, bench/results stop 34:
+     * [k, n] B 128x5120x13312 55.3 -> 42.9 us, 128x8192x14336 71.7 -> 65.2, 128x8192x11008 55.9
+     * -> 51.9, 80x8192x13312 -12.5%, 96x8192x14336 -7%; [n, k] B -2 to -17%; at k = 8192-10240
+     * within 1.5% either way, k = 7168 +3%, 3584 +9%). */
+    if (p->m > 64 && c->bm == 64 && nkb >= GEMM_MID_SPLIT_MIN_KB && 2 * ((p->n + 127) / 128) <= sms)
+      c->bm = 128, c->bn = 128;
     tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
     /* splits up to the target; from 2/5 of the SMs in tiles 2 splits while they fit at once
      * (H100, graphs, cold: 64 tiles as fast in 2 clustered splits as whole at k = 2752-4096,
