@@ -240,13 +240,17 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
     /* (with more, 64x128 tiles beat 128x64: half the A rows a tile, which matters most where
      * k is no multiple of 64 and A's rows no multiple of 128 bytes: 128x8192x3696 -9.6%,
      * 128x8192x7392 -9.3%, 128x8192x3584 and 128x7392x8192 -0.5%) */
-    /* Over long k, where 128x128 tiles fill under half the SMs but twice them fit: 128x128 in 2
-     * clustered splits (the split rule below gives 2) rather than 64x128 tiles, whose two row
-     * halves each stream the same B tile (H200, same runs, 2026-11-26, bench/results stop 34:
-     * [k, n] B 128x5120x13312 55.3 -> 42.9 us, 128x8192x14336 71.7 -> 65.2, 128x8192x11008 55.9
-     * -> 51.9, 80x8192x13312 -12.5%, 96x8192x14336 -7%; [n, k] B -2 to -17%; at k = 8192-10240
-     * within 1.5% either way, k = 7168 +3%, 3584 +9%). */
-    if (p->m > 64 && c->bm == 64 && nkb >= GEMM_MID_SPLIT_MIN_KB && 2 * ((p->n + 127) / 128) <= sms)
+    /* Over long k with fast memory, where 128x128 tiles fill under half the SMs but twice them
+     * fit: 128x128 in 2 clustered splits (the split rule below gives 2) rather than 64x128
+     * tiles, whose two row halves each stream the same B tile (H200, same runs, 2026-11-26,
+     * bench/results/2026-11-26v-stop34.md section 6: [k, n] B 128x5120x13312 49.9 -> 41.9 us,
+     * 128x8192x14336 71.3-72.1 -> 65.5, 128x8192x28672 133-134 -> 122, 80x8192x13312 -12%;
+     * [n, k] B up to 19% faster, 128x8192x11008 within 1.5%; at k = 8192-10240 within 1.5%
+     * either way, 7168 +3%, 3584 +9%). Not on the H100 (25 GB/s an SM), where 64x128 tiles
+     * stayed up to 7% ahead on 6 of the 8 shapes with [k, n] B, and within 4% either way with
+     * [n, k] B, in the same runs. */
+    if (p->m > 64 && c->bm == 64 && fast_hbm && nkb >= GEMM_MID_SPLIT_MIN_KB &&
+        2 * ((p->n + 127) / 128) <= sms)
       c->bm = 128, c->bn = 128;
     tiles = (long long)((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
     /* splits up to the target; from 2/5 of the SMs in tiles 2 splits while they fit at once

@@ -454,6 +454,12 @@ int main(int argc, char **argv) {
       weft_gemm_problem_t p = problem(ms[i], q[0], q[1], 0, 0, 0, B, B, test_rand(&rng) & 1);
       one(&p, "decode");
     }
+    /* 64 < m <= 128 over long k, n under 66 128-column tiles: on fast memory (H200) 128x128
+     * tiles in 2 clustered splits; odd m, n off the tile, padded C, both layouts */
+    weft_gemm_problem_t lk = problem(97, 5128, 11264, 0, 0, 8, B, B, 0);
+    one(&lk, "decode long k");
+    lk = problem(128, 6656, 16384, 0, 0, 0, H, F, 1);
+    one(&lk, "decode long k");
     /* strides wider than the rows; odd n and ldc (the direct store); odd m */
     for (int i = 0; i < 12; i++) {
       int kmaj = (int)(test_rand(&rng) & 1);
