@@ -17,7 +17,7 @@
 #include "jit/jit.h"
 #include "ops/gemm.h"
 
-#define MAX_SPECS 1024
+#define MAX_SPECS 2048
 
 static struct spec {
   char opts[WEFT_GEMM_MAX_OPTIONS][48];
