@@ -20,8 +20,6 @@
 /* memory bandwidth an SM from which decode tiles are chosen as for fast memory (H200: 36 GB/s,
  * H100 SXM: 25; weft_gemm_config_choose) */
 #define GEMM_FAST_HBM_GBPS_PER_SM 30
-/* 128-row tile rows from which an odd count keeps 2x1 clusters (weft_gemm_config_choose) */
-#define GEMM_ODD_ROWS_CLUSTERED 33
 /* k-blocks from which 64 < m <= 128 takes 128-row tiles in 2 clustered splits over 64-row tiles
  * (weft_gemm_config_choose) */
 #define GEMM_MID_SPLIT_MIN_KB 172
@@ -307,13 +305,13 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
      * widths lost 4-23% more with unaligned rows (8192x8192x3696: 176 columns +23%, 208 +13%;
      * 8192x8192x3584: 176 +1.4%), and a tail's estimate against another width's whole tiles was
      * optimistic by about 7 k-blocks of a 256-column tile.
-     * An odd count of tile rows below GEMM_ODD_ROWS_CLUSTERED leaves the last cluster's second
-     * tile empty, a waste that the clusters' B multicast does not repay: unclustered tiles there
-     * (H200, same runs, 2026-11-26, bench/results/2026-11-26v-stop34.md section 7: m = 384
-     * 8192x14336 174 -> 132.5-139.4 us, m = 640-1664 the best unclustered width 5-15% ahead of
-     * the best clustered one). */
+     * An odd count of tile rows leaves the last cluster's second tile empty, a waste that the
+     * clusters' B multicast does not repay: unclustered tiles there (H200, same runs,
+     * 2026-11-26, bench/results/2026-11-26v-stop34.md section 7: m = 384 0.77-0.86x -> 0.97-1.03x
+     * cuBLAS; the best unclustered width ahead of the best clustered one by 5-15% at m = 640-1664,
+     * 5% at 4224 and 6272, 1-2% at 8320; H100: see there). */
     long long tiles_m = (p->m + 127) / 128;
-    int cl = tiles_m % 2 && tiles_m < GEMM_ODD_ROWS_CLUSTERED ? 1 : 2;
+    int cl = tiles_m % 2 ? 1 : 2;
     long long ctiles_m = (tiles_m + cl - 1) / cl, clusters = sms / cl > 0 ? sms / cl : 1;
     long long nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
     /* (with [k, n] B no such loss showed: at k = 7392 and 3696, 192 columns ran 2.6-4.1% ahead
