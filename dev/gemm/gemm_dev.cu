@@ -607,11 +607,12 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   unsigned long long ar_slot = 0;
   const unsigned long long *ar_flags = NULL;
   int ar_row0 = 0, ar_rows = 0, ar_chunk = 1;
+  char *ar_c = NULL; /* WEFT_GEMM_AR_SUMMERS */
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
                   &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
                   &peer_stride, &tail, &ll_epoch, &ll_slot, &ll_rank, &ll_world, &ta, &own_row0,
                   &own_rows, &ta, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows,
-                  &ar_chunk};
+                  &ar_chunk, &ar_c};
   CUlaunchConfig lc;
   memset(&lc, 0, sizeof lc);
   CUlaunchAttribute at[1];
