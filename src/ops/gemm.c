@@ -193,8 +193,9 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
  * 128x64 for m > 64 where those fill at most half the SMs), then splits up to
  * about two thirds of the SMs, 2 once the tiles fill 2/5 of the SMs and while twice them fit;
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
- * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B,
- * 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the large shapes of DESIGN.md). */
+ * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B
+ * (none for an odd count of tile rows), 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the
+ * large shapes of DESIGN.md). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, weft_gemm_config_t *c) {
   memset(c, 0, sizeof *c);
