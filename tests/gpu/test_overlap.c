@@ -473,6 +473,11 @@ int main(void) {
       /* k per rank at GEMM_AR_SUMMERS_MIN_K (gemm_rs.c): the storers' lanes sum the own rows,
        * on more own tiles than the grid's last round (n not a tile's multiple) */
       one(make(op, world * 2048, 4040, 12288, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
+      /* one row of 128-row tiles asked for on the copy engine (segments of 128 / world rows,
+       * or its sequential fallback where the GEMM splits k): 100 rows (the second sub-tile
+       * part-filled), [k, n] B, fp32 C; stop 32's column-form cases, kept after its revert */
+      one(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
+      one(make(op, 100, 9216, 1536, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
     }
     /* GEMM + AllReduce's LL form (the direct-store kernel, rows of 8-byte multiples): KN and
      * NK, fp32 C, a clustered split-K decode shape, odd n (LL refuses: sequential), and random
