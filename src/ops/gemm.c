@@ -670,6 +670,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   CUtensorMap ta, tb, tc, town, tcall;
   WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
                     (uint32_t)a_rows(cfg), 0, 0));
+  /* a partial last tile row: a map of its rows only (kernels/gemm.cu, params 37-38) */
+  int a_tail_rows = a_rows(cfg) == cfg->bm ? (p->m % cfg->bm + 7) / 8 * 8 : 0;
+  if (a_tail_rows >= cfg->bm) a_tail_rows = 0;
+  CUtensorMap tatail = ta;
+  if (a_tail_rows)
+    WEFT_CHECK(encode(comm, &tatail, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
+                      (uint32_t)a_tail_rows, 0, 0));
   int own = h && h->wait_signals && h->a_own, own_row0 = own ? h->a_own_row0 : 0,
       own_rows = own ? h->a_own_rows : 0;
   if (own && (own_row0 < 0 || own_rows < 1 || own_rows > p->m - own_row0))
@@ -743,7 +750,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
-                  &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c};
+                  &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c,
+                  &tatail, &a_tail_rows};
   return weft_kernel_launch(g->kernel, &lc, args, (weft_stream_t)stream);
 }
 
