@@ -170,9 +170,10 @@ static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream str
   return WEFT_STATUS_SUCCESS;
 }
 
-/* GEMM + AllReduce's summers from this k per rank (gemm_rs_overlapped): a 128 x 256 tile takes
- * ~165 us at k = 13312, ~90 us at 7168 on an H200 */
-#define GEMM_AR_SUMMERS_MIN_K 12288
+/* GEMM + AllReduce's summers from this k per rank and rank (gemm_rs_overlapped): an own sub-tile
+ * sums world partials, and a 128 x 256 tile takes ~165 us at k = 13312, ~90 us at 7168 on an
+ * H200 */
+#define GEMM_AR_SUMMERS_K_PER_RANK 3072
 
 /* The GEMM hooks of both overlapped forms: segment rank + 1's tiles first (with dir +1 the order
  * is a rotation of the cluster tile-rows), +1 per stored 64-row sub-tile on counters[row / rows],
@@ -233,10 +234,11 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
     h.ar_row0 = me * seg_rows, h.ar_rows = seg_rows, h.ar_chunk_rows = chunk_rows;
     /* The summers (storer lanes) sum an own sub-tile in about a 90 us tile's time (two partials'
      * loads in flight in 48 registers): where tiles are longer they take the sums off the
-     * consumers, where shorter the consumers wait for them (h200-x4, 4 ranks, 2026-11-26: k per
-     * rank 13312 1-3% faster, 7168-7392 10-15% slower; bench/results/2026-11-26s-stop31.md
-     * sections 3 and 6). */
-    h.ar_summers = p->k >= GEMM_AR_SUMMERS_MIN_K;
+     * consumers, where shorter the consumers wait for them. Their sums grow with the world, the
+     * tile with k: 4 ranks, k per rank 13312 1-3% faster, 7168-7392 10-15% slower (h200-x4,
+     * 2026-11-26, bench/results/2026-11-26s-stop31.md sections 3 and 6); 2 ranks 7168 2-3%
+     * faster, 5504 2-3% slower (h200-x2, bench/results/2026-11-26w-stop35.md section 5). */
+    h.ar_summers = p->k >= GEMM_AR_SUMMERS_K_PER_RANK * world;
   }
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));

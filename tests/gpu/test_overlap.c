@@ -470,7 +470,8 @@ int main(void) {
       one(make(op, world * 200, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 512, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, world * 256, 1024, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_COPY_ENGINE));
-      /* k per rank at GEMM_AR_SUMMERS_MIN_K (gemm_rs.c): the storers' lanes sum the own rows,
+      /* k per rank at the summers' threshold or over (GEMM_AR_SUMMERS_K_PER_RANK x world,
+       * gemm_rs.c; 12288 at 4 ranks): the storers' lanes sum the own rows,
        * on more own tiles than the grid's last round (n not a tile's multiple) */
       one(make(op, world * 2048, 4040, 12288, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       /* one row of 128-row tiles asked for on the copy engine (segments of 128 / world rows,
