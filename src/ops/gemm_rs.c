@@ -170,9 +170,9 @@ static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream str
   return WEFT_STATUS_SUCCESS;
 }
 
-/* GEMM + AllReduce's summers from this k per rank and rank (gemm_rs_overlapped): an own sub-tile
- * sums world partials, and a 128 x 256 tile takes ~165 us at k = 13312, ~90 us at 7168 on an
- * H200 */
+/* GEMM + AllReduce's summers from k per rank >= this x the world (gemm_rs_overlapped): an own
+ * sub-tile sums world partials, and a 128 x 256 tile takes ~165 us at k = 13312, ~90 us at 7168
+ * on an H200 */
 #define GEMM_AR_SUMMERS_K_PER_RANK 3072
 
 /* The GEMM hooks of both overlapped forms: segment rank + 1's tiles first (with dir +1 the order
