@@ -32,10 +32,12 @@
 #define GEMM_TAIL_CHOICE_COST (18 * 256)
 
 /* What makes a specialisation (kernel_key fills it; compared whole, padding zeroed): the
- * configuration without its run-time split count, the dtypes, the layout and the hooks present. */
+ * configuration without its run-time split count, the dtypes, the layout, whether B is read once
+ * and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own, ar_summers;
+  int in, out, b_kmajor, b_once, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own,
+      ar_summers;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -60,6 +62,11 @@ static int wg_n(const weft_gemm_config_t *c) { return c->bm == 128 ? c->bn : c->
 /* Whether the splits of a tile reduce inside one cluster (WEFT_GEMM_CLUSTER_K). */
 static int k_clustered(const weft_gemm_config_t *c) {
   return c->splitk && c->splitk_cluster && c->k_splits > 1;
+}
+
+/* Whether the grid reads each byte of B once (one cluster tile row: WEFT_GEMM_B_EVICT_FIRST). */
+static int b_read_once(const weft_gemm_problem_t *p, const weft_gemm_config_t *c) {
+  return p->m <= c->bm * c->cluster;
 }
 
 /* Whether the kernel splits its last wave's tiles (WEFT_GEMM_TAIL). */
@@ -403,6 +410,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->ll_area) GEMM_DEFINE("LL", 1);
   if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
   if (h && h->ar_staging && h->ar_summers) GEMM_DEFINE("AR_SUMMERS", 1);
+  if (b_read_once(p, c)) GEMM_DEFINE("B_EVICT_FIRST", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -416,6 +424,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
   if (!k_clustered(c)) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
   k->cfg.tail_splits = tail_split(c);        /* the split count too */
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
+  k->b_once = b_read_once(p, c);
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
     k->a_own = k->wait && h->a_own != NULL;
