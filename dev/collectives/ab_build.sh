@@ -15,7 +15,8 @@ rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && cp -r "$old"/. /tmp/ab_old/
 (cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > "$out/build_new.log" 2>&1
 wait
 [ -x /tmp/ab_old/build/tools/weft-bench ] && [ -x build/tools/weft-bench ] || { tail -20 "$out"/build_*.log; echo BUILD FAILED; exit 1; }
-(cd build && WEFT_CACHE_DIR=/tmp/wc_new timeout 300 ctest -R "${WEFT_AB_TESTS:-gpu_test_allreduce_np}" 2>&1 | tail -3)
+(cd build && WEFT_CACHE_DIR=/tmp/wc_new timeout 300 ctest -R "${WEFT_AB_TESTS:-gpu_test_allreduce_np}" 2>&1 |
+  grep -E "Test +#|tests passed|tests failed|No tests were found")
 for np in ${NP:-4 2}; do
   for r in 1 2; do
     for v in old new; do
