@@ -127,8 +127,8 @@
  *                        tile: slot = tail position * CLUSTER_M + CTA rank.
  *   WEFT_GEMM_B_EVICT_FIRST [0] 1: B's loads carry an L2 evict_first policy. For a grid of one
  *                        cluster tile row, which reads every byte of B once: the streamed B
- *                        then leaves L2 to A, which every tile reads (H200, decode shapes
- *                        m = 1-128, same call: 1-4% faster)
+ *                        then leaves L2 to A, which every tile reads (decode shapes m = 1-128,
+ *                        same-call A/Bs: H200 1-4% faster, H100 -3% to +1%)
  *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
  *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
  *                        only for debugging; the error record (param 18) is always written
