@@ -227,28 +227,28 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
 #ifndef WEFT_RED_LL_BATCH
 #define WEFT_RED_LL_BATCH 1
 #endif
-#define RED_BATCH WEFT_RED_LL_BATCH
 
-/* Of the ranks' lines from rank p0 on, those polled at once (RED_BATCH 1: the constant keeps
- * the one-at-a-time loop's code as it was). */
+/* Of the ranks' lines from rank p0 on, those polled at once (WEFT_RED_LL_BATCH 1: the constant
+ * keeps the one-at-a-time loop's code as it was). */
 static __device__ __forceinline__ int red_batch_lines(int world, int p0) {
-  return RED_BATCH == 1 ? 1 : world - p0 < RED_BATCH ? world - p0 : RED_BATCH;
+  const int b = WEFT_RED_LL_BATCH;
+  return b == 1 ? 1 : world - p0 < b ? world - p0 : b;
 }
 
 /* Line l summed over the world slots of an LL area (slot r: rank r's lines, slot_bytes apart),
- * ranks in order, each line waited for under flag, RED_BATCH ranks' lines at once; 8 bytes of
- * sums. */
+ * ranks in order, each line waited for under flag, WEFT_RED_LL_BATCH ranks' lines at once;
+ * 8 bytes of sums. */
 static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slots, weft_u64_t slot_bytes,
                                                         weft_u64_t l, unsigned flag, int dtype) {
   float acc[4];
   const int world = weft_state.local_world;
-  for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
-    weft_u64_t v[RED_BATCH];
+  for (int p0 = 0; p0 < world; p0 += WEFT_RED_LL_BATCH) {
+    weft_u64_t v[WEFT_RED_LL_BATCH];
     const int n = red_batch_lines(world, p0);
     const unsigned char *line = slots + (weft_u64_t)p0 * slot_bytes + l * 16;
-    weft_ll_load16_n<RED_BATCH>(line, slot_bytes, n, flag, v);
+    weft_ll_load16_n<WEFT_RED_LL_BATCH>(line, slot_bytes, n, flag, v);
 #pragma unroll
-    for (int i = 0; i < RED_BATCH; i++)
+    for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
       if (i < n) {
         weft_red_word_add(acc, (unsigned)v[i], dtype, p0 + i == 0);
         weft_red_word_add(acc + 2, (unsigned)(v[i] >> 32), dtype, p0 + i == 0);
@@ -331,12 +331,13 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
-      weft_u64_t v[RED_BATCH];
+    for (int p0 = 0; p0 < world; p0 += WEFT_RED_LL_BATCH) {
+      weft_u64_t v[WEFT_RED_LL_BATCH];
       const int n = red_batch_lines(world, p0);
-      weft_ll_load16_n<RED_BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16, seg_slot, n, flag, v);
+      weft_ll_load16_n<WEFT_RED_LL_BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16,
+                                          seg_slot, n, flag, v);
 #pragma unroll
-      for (int i = 0; i < RED_BATCH; i++)
+      for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
         if (i < n)
           red_ll_put(recv + (weft_u64_t)(p0 + i) * per, red_seg_bytes(bytes, per, p0 + i), l, v[i]);
     }
@@ -354,7 +355,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
  * pushes the sums to every rank, then unpacks line L of every rank's sums: as for weft_red_ll2 it
  * waits only for lines that the other ranks' groups of line L push before they wait for
  * anything (the whole grid resident), and the parity argument is weft_red_ll2's. A group polls
- * RED_BATCH ranks' lines at once. */
+ * WEFT_RED_LL_BATCH ranks' lines at once. */
 extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned char *recv,
                                           unsigned long long bytes, unsigned long long per, int dtype,
                                           unsigned char *ll, unsigned long long seg_slot) {
@@ -379,12 +380,13 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t off = L * WEFT_LL128_LINE, w0, w1;
     float acc[8];
-    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
-      weft_u64_t a[RED_BATCH], b[RED_BATCH];
+    for (int p0 = 0; p0 < world; p0 += WEFT_RED_LL_BATCH) {
+      weft_u64_t a[WEFT_RED_LL_BATCH], b[WEFT_RED_LL_BATCH];
       const int n = red_batch_lines(world, p0);
-      weft_ll128_load_n<RED_BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+      weft_ll128_load_n<WEFT_RED_LL_BATCH>(pieces + (weft_u64_t)p0 * seg_slot + off,
+                                           seg_slot, n, e, a, b);
 #pragma unroll
-      for (int i = 0; i < RED_BATCH; i++)
+      for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
         if (i < n) {
           weft_red_word_add(acc, (unsigned)a[i], dtype, p0 + i == 0);
           weft_red_word_add(acc + 2, (unsigned)(a[i] >> 32), dtype, p0 + i == 0);
@@ -401,12 +403,13 @@ extern "C" __global__ void weft_red_ll128(const unsigned char *send, unsigned ch
   }
   for (weft_u64_t L = g0; L < lines; L += step) {
     weft_u64_t w = L * RED_LL128_WORDS + 2 * j, off = L * WEFT_LL128_LINE;
-    for (int p0 = 0; p0 < world; p0 += RED_BATCH) {
-      weft_u64_t a[RED_BATCH], b[RED_BATCH];
+    for (int p0 = 0; p0 < world; p0 += WEFT_RED_LL_BATCH) {
+      weft_u64_t a[WEFT_RED_LL_BATCH], b[WEFT_RED_LL_BATCH];
       const int n = red_batch_lines(world, p0);
-      weft_ll128_load_n<RED_BATCH>(sums + (weft_u64_t)p0 * seg_slot + off, seg_slot, n, e, a, b);
+      weft_ll128_load_n<WEFT_RED_LL_BATCH>(sums + (weft_u64_t)p0 * seg_slot + off,
+                                           seg_slot, n, e, a, b);
 #pragma unroll
-      for (int i = 0; i < RED_BATCH; i++)
+      for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
         if (i < n) {
           unsigned char *seg = recv + (weft_u64_t)(p0 + i) * per;
           weft_u64_t nb = red_seg_bytes(bytes, per, p0 + i);

@@ -608,7 +608,7 @@ static void run_weft(Inst &I, const Cfg &c0, Kern *k, void *out, cudaStream_t st
   const unsigned long long *ar_flags = NULL;
   int ar_row0 = 0, ar_rows = 0, ar_chunk = 1;
   char *ar_c = NULL; /* WEFT_GEMM_AR_SUMMERS */
-  int a_tail_rows = 0; /* a partial last tile row's own A map: weft-bench gemm */
+  int a_tail_rows = 0; /* no partial-row A map here (weft-bench gemm measures that path) */
   void *args[] = {&ta,  &tb,      &tc,   &c_ptr, &M,    &N,  &K,   &tab, &rot, &I.sig,
                   &rps, &expected, &timeout, &I.notif, &nrpc, &ws, &ctr, &ks,  &err, &ldc,
                   &peer_stride, &tail, &ll_epoch, &ll_slot, &ll_rank, &ll_world, &ta, &own_row0,
