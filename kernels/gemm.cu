@@ -107,6 +107,12 @@
  *                        copy (q - ll_rank) * peer_stride bytes from it (params 3, 20, 22-25).
  *                        weft_red_ll (no push) then sums the slots. 16-bit C: lanes 2i and 2i+1
  *                        swap halves so that each holds 4 consecutive elements of one row.
+ *   WEFT_GEMM_C_T        [0] 1 (with SPLITK, no LL): the kernel's product is C transposed: its
+ *                        M runs along C's columns and its N along C's rows, so fragment element
+ *                        (row, col) is stored at C[col * ldc + row]. weft_gemm_launch swaps A and
+ *                        B for it (swap_ab: the weights [n, k] as A, the activations [m, k] as
+ *                        [N,K] B), so that a tile's width, which comes in steps of 16, covers
+ *                        m rather than a 128-row tile padding it (128 < m <= 512)
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
  *                        memory instead of the workspace: CTA r owns the accumulator column
@@ -311,6 +317,9 @@
 #ifndef WEFT_GEMM_B_EVICT_FIRST
 #define WEFT_GEMM_B_EVICT_FIRST 0
 #endif
+#ifndef WEFT_GEMM_C_T
+#define WEFT_GEMM_C_T 0
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -408,6 +417,9 @@
 #endif
 #if WEFT_GEMM_LL && (!WEFT_GEMM_SPLITK || WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_HOOK_WAIT)
 #error "WEFT_GEMM_LL is an epilogue of the direct-store kernel (SPLITK) without hooks"
+#endif
+#if WEFT_GEMM_C_T && (!WEFT_GEMM_SPLITK || WEFT_GEMM_LL)
+#error "WEFT_GEMM_C_T is a store of the direct-store kernel (SPLITK), without LL"
 #endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_SPLITK
 #error "WEFT_GEMM_TAIL splits the TMA-store kernel's last wave; SPLITK splits every tile"
@@ -616,6 +628,51 @@ __device__ __forceinline__ u32 weft_gemm_pack(float lo, float hi) {
   return r;
 }
 
+/* lo, hi into C at element `at` and at + 1 (hi only where `second`): one vector store where
+ * `pair` (both inside C, and aligned: the row stride even), else element by element. */
+__device__ __forceinline__ void weft_gemm_store2(void *c, u64 at, int pair, int second, float lo,
+                                                 float hi) {
+#if WEFT_GEMM_OUT == 2
+  float *o = (float *)c + at;
+  if (pair) {
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(lo), "f"(hi) : "memory");
+  } else {
+    o[0] = lo;
+    if (second) o[1] = hi;
+  }
+#else
+  unsigned short *o = (unsigned short *)c + at;
+  const u32 v = weft_gemm_pack(lo, hi);
+  if (pair) {
+    *(u32 *)o = v;
+  } else {
+    o[0] = (unsigned short)v;
+    if (second) o[1] = (unsigned short)(v >> 16);
+  }
+#endif
+}
+
+#if WEFT_GEMM_C_T
+/* weft_gemm_store_group of the transposed product (WEFT_GEMM_C_T): fragment (row, col) is
+ * C[col][row]. Rows r and r + 1 of a column lie in lanes l and l ^ 4, so the pair trades halves
+ * and each lane stores two consecutive elements of one row of C: the even row's lane C[col][r,
+ * r + 1], the odd row's C[col + 1][r, r + 1]. Every lane of the warp must call it (the
+ * shuffle). */
+__device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64 ldc, int row,
+                                                      int col, float f0, float f1, float f2,
+                                                      float f3) {
+  const int odd = (threadIdx.x >> 2) & 1; /* row is odd: rows are tile base + 16 w + lane / 4 */
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const float s0 = h ? f2 : f0, s1 = h ? f3 : f1;
+    const float got = __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 4);
+    const int r = row + 8 * h - odd, cr = col + odd; /* C[cr][r], C[cr][r + 1] */
+    if (cr < N && r < M)
+      weft_gemm_store2(c, (u64)cr * ldc + r, r + 1 < M && !(ldc & 1), r + 1 < M, odd ? got : s0,
+                       odd ? s1 : got);
+  }
+}
+#else
 /* The direct (split-K kernel) epilogue's store of one accumulator column group: f0, f1 at
  * (row, col), (row, col + 1) and f2, f3 at row + 8, as the m64nNk16 fragment holds them. col is
  * even, so the pair is one aligned vector store whenever ldc is even and col + 1 < N; otherwise
@@ -624,32 +681,13 @@ __device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64
                                                       int col, float f0, float f1, float f2,
                                                       float f3) {
   if (col >= N) return;
-  const int pair = col + 1 < N && !(ldc & 1);
 #pragma unroll
-  for (int h = 0; h < 2; h++) {
-    if (row + 8 * h >= M) continue;
-    const float s0 = h ? f2 : f0, s1 = h ? f3 : f1;
-    const u64 at = (u64)(row + 8 * h) * ldc + col;
-#if WEFT_GEMM_OUT == 2
-    float *o = (float *)c + at;
-    if (pair) {
-      asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(o), "f"(s0), "f"(s1) : "memory");
-    } else {
-      o[0] = s0;
-      if (col + 1 < N) o[1] = s1;
-    }
-#else
-    unsigned short *o = (unsigned short *)c + at;
-    const u32 v = weft_gemm_pack(s0, s1);
-    if (pair) {
-      *(u32 *)o = v;
-    } else {
-      o[0] = (unsigned short)v;
-      if (col + 1 < N) o[1] = (unsigned short)(v >> 16);
-    }
-#endif
-  }
+  for (int h = 0; h < 2; h++)
+    if (row + 8 * h < M)
+      weft_gemm_store2(c, (u64)(row + 8 * h) * ldc + col, col + 1 < N && !(ldc & 1), col + 1 < N,
+                       h ? f2 : f0, h ? f3 : f1);
 }
+#endif
 
 #if WEFT_GEMM_LL
 /* Where the LL epilogue's lines go (see WEFT_GEMM_LL): this rank's slot of this call's parity in

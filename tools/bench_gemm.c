@@ -70,7 +70,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
 
 static void usage(void) {
   fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,HK=,SM=]... [-J file.json]\n");
+                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,SW=,HK=,SM=]... [-J file.json]\n");
   exit(2);
 }
 
@@ -92,6 +92,7 @@ static void parse_config(const char *s, weft_gemm_config_t *c, int *hook, int *s
     else if (!strcmp(key, "KC")) c->splitk_cluster = v;
     else if (!strcmp(key, "AR")) c->a_rows = v;
     else if (!strcmp(key, "TS")) c->tail_splits = v;
+    else if (!strcmp(key, "SW")) c->swap_ab = v;
     else if (!strcmp(key, "HK") && v >= 0 && v <= 4) *hook = v;
     else if (!strcmp(key, "SM") && v >= 0) *sms = v;
     else usage();

@@ -23,4 +23,4 @@ for r in 1 2; do
     echo "== $v run $r"; grep -E "^ +[0-9]+ " "$out/${v}_$r.log" | awk '{printf "%6s %6s %6s  weft %8s us  ratio %s\n", $1, $2, $3, $5, $8}'
   done
 done
-python3 dev/gemm/ab_summary.py "$out"
+python3 dev/gemm/ab_summary.py "$out" ${AB_TABLE:+--table}

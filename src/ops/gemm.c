@@ -30,6 +30,9 @@
 #define GEMM_TAIL_COST (11 * 256)
 /* what the width choice charges the split tail instead (weft_gemm_config_choose) */
 #define GEMM_TAIL_CHOICE_COST (18 * 256)
+/* the largest m the transposed product (swap_ab) takes: measured faster than 128-row tiles up to
+ * 416 rows, and up to 53% slower at 576-1000 (H200, dev/gemm/NOTES.md) */
+#define GEMM_SWAP_MAX_M 512
 
 /* What makes a specialisation (kernel_key fills it; compared whole, padding zeroed): the
  * configuration without its run-time split count, the dtypes, the layout, whether B is read once
@@ -191,6 +194,61 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
   while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
 }
 
+/* ks splits of a tile's k bounded: at least 16 k-blocks a split, or 8 for two, and whole partial
+ * tiles of every split within the communicator's workspace (tiles tiles of bm x bn). */
+static long long k_split_cap(long long nkb) { return nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1; }
+
+static long long k_splits_fit(long long ks, long long tiles, long long nkb, int bm, int bn,
+                              size_t ws_floats, int ws_counters) {
+  if (ks > k_split_cap(nkb)) ks = k_split_cap(nkb);
+  while (ks > 1 && (tiles > ws_counters || (size_t)(ks * tiles * bm * bn) > ws_floats)) ks--;
+  return ks < 1 ? 1 : ks;
+}
+
+/* The transposed product's configuration (swap_ab) for 128 < m <= GEMM_SWAP_MAX_M: 128-row
+ * tiles along n and tiles of m's columns, at most 256 wide and each a multiple of 16. The count
+ * of column tiles (the fewest that take m, or up to two more) and the k-splits are those whose
+ * waves cost least, a wave costing the tile's width + 32 (the A rows it loads besides) and a
+ * split 5% more for its partials' round trip: on 132 SMs 160 x 8192 (64 tiles) in 2 splits,
+ * 160 x 5120 (40) in 3, 288 x 8192 in two column tiles of 144 (128 tiles), 288 x 5120 in three of
+ * 96 (120 tiles) rather than two (80). Splits of 2, 4 or 8 reduce in a cluster where that
+ * leaves 4 stages of the ring (the partials received take shared memory), else in the
+ * workspace. */
+static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
+                           int ws_counters, weft_gemm_config_t *c) {
+  weft_gemm_problem_t t = weft_gemm_problem_swapped(p);
+  long long tiles_m = (t.m + 127) / 128, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
+  int fewest = (t.n + 255) / 256, bn = 0, ks = 1;
+  double best = 0;
+  for (int cols = fewest; cols <= fewest + 2; cols++) {
+    int w = ((t.n + cols - 1) / cols + 15) / 16 * 16;
+    long long tiles = tiles_m * cols, kmax = k_splits_fit(8, tiles, nkb, 128, w, ws_floats, ws_counters);
+    if (w < 64) break;
+    for (long long s = 1; s <= kmax; s++) {
+      double cost = (double)((tiles * s + sms - 1) / sms) / (double)s * (w + 32) * (s > 1 ? 1.05 : 1.0);
+      if (bn == 0 || cost < best) best = cost, bn = w, ks = (int)s;
+    }
+  }
+  memset(c, 0, sizeof *c);
+  c->bm = 128, c->bn = bn, c->k_splits = ks;
+  c->group = 8, c->epi_bufs = 2, c->cluster = 1, c->splitk = 1, c->swap_ab = 1;
+  for (int clustered = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(c) / 8; clustered >= 0; clustered--) {
+    c->splitk_cluster = clustered;
+    c->stages = WEFT_GEMM_MAX_STAGES;
+    config_fit(&t, c);
+    if (c->stages >= 4) break;
+  }
+}
+
+/* Whether the transposed product s runs p: its column tiles pad m by at least a sixth less than
+ * 128-row tiles do (H200, each against the 128-row tiles in the same call, five (n, k) of
+ * DESIGN.md's layers, dev/gemm/NOTES.md: m = 129-208, 288-320 and 416 0-29% faster; 224 and 448,
+ * an eighth less, -9% to +9%; 576, a tenth, -6% to +20%; whole 128-row tiles up to 26% slower). */
+static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s) {
+  int rows = (p->m + 127) / 128 * 128, width = (p->m + s->bn - 1) / s->bn * s->bn;
+  return 6 * (rows - width) >= rows;
+}
+
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
  * is left after the stream (the split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found the
  * best at about 45-130 CTAs: for m <= 16 BM=64 BN=64 (BN=128 with [k, n] B) with splits up to the
@@ -202,9 +260,14 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B
  * (none for an odd count of tile rows), 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the
- * large shapes of DESIGN.md). */
+ * large shapes of DESIGN.md). Between them, 128 < m <= 512 with [n, k] B and no hooks: the
+ * transposed product where its column tiles pad m less (config_swapped, swap_takes). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, weft_gemm_config_t *c) {
+                             int ws_counters, int hooked, weft_gemm_config_t *c) {
+  if (p->b_kmajor && !hooked && p->m > 128 && p->m <= GEMM_SWAP_MAX_M) {
+    config_swapped(p, sms, ws_floats, ws_counters, c);
+    if (swap_takes(p, c)) return;
+  }
   memset(c, 0, sizeof *c);
   c->group = 8;
   c->epi_bufs = 2;
@@ -266,11 +329,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
      * 5-11% faster at k = 1376-1792, 64x4096x1376 7.5 us against 8.4); at least 16 k-blocks a
      * split, or 8 for two */
     long long ks = tiles * 5 < 2LL * sms ? (target + tiles / 2) / tiles : 2 * tiles <= sms ? 2 : 1;
-    long long kcap = nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1;
-    if (ks > kcap) ks = kcap;
-    /* whole partial tiles of every split must fit the communicator's workspace */
-    while (ks > 1 && (tiles > ws_counters || (size_t)(ks * tiles * c->bm * c->bn) > ws_floats)) ks--;
-    if (ks < 1) ks = 1;
+    ks = k_splits_fit(ks, tiles, nkb, c->bm, c->bn, ws_floats, ws_counters);
+    long long kcap = k_split_cap(nkb);
     /* A tile's splits reduce in one cluster, through shared memory: the workspace round trip
      * (fence, counter, re-read) was 2-4 us of a 10-15 us decode call (dev/gemm/NOTES.md). Clusters
      * of 2, 4 or 8 CTAs, which a GPC's SMs hold evenly (43 clusters of 3 did not fit at once on
@@ -369,7 +429,7 @@ static int ll_rows(const weft_gemm_problem_t *p) {
 }
 
 int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
-  if (!ll_rows(p)) return 0;
+  if (!ll_rows(p) || c->swap_ab) return 0;
   if (c->splitk) return 1;
   if (c->cluster != 1 || tail_split(c)) return 0;
   c->splitk = 1, c->k_splits = 1, c->splitk_cluster = 0, c->tail_splits = 0;
@@ -411,6 +471,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
   if (h && h->ar_staging && h->ar_summers) GEMM_DEFINE("AR_SUMMERS", 1);
   if (b_read_once(p, c)) GEMM_DEFINE("B_EVICT_FIRST", 1);
+  if (c->swap_ab) GEMM_DEFINE("C_T", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -570,6 +631,8 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
   weft_gemm_config_t tmp;
   int tail_tiles, tail_ks;
   WEFT_CHECK(weft_comm_make_current(comm));
+  weft_gemm_problem_t t;
+  if (cfg->swap_ab) t = weft_gemm_problem_swapped(p), p = &t;
   return gemm_resolve(comm, p, &cfg, hooks, &tmp, &g, &tail_tiles, &tail_ks);
 }
 
@@ -614,8 +677,19 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   }
   weft_gemm_config_t chosen, tmp;
   if (!cfg) {
-    weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, &chosen);
+    weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters,
+                            weft_gemm_hooks_kernel(h), &chosen);
     cfg = &chosen;
+  }
+  weft_gemm_problem_t swapped;
+  if (cfg->swap_ab) { /* from here on the kernel's problem: B's rows as A, A's as [N,K] B */
+    if (!p->b_kmajor || !cfg->splitk || weft_gemm_hooks_kernel(h))
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                      "gemm: the transposed product (swap_ab) takes [n, k] B, the direct-store "
+                      "kernel (splitk) and no hook but an SM budget");
+    swapped = weft_gemm_problem_swapped(p), p = &swapped;
+    const void *t = a;
+    a = b, b = t;
   }
   int ks = cfg->splitk ? cfg->k_splits : 1;
   if (k_clustered(cfg) &&

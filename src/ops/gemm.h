@@ -36,6 +36,11 @@ typedef struct weft_gemm_config {
    * grid's last, partly filled wave (WEFT_GEMM_TAIL; the launch picks the count from the
    * grid, the workspace and k); 0 or 1: no split tail */
   int tail_splits;
+  /* the transposed product (kernels/gemm.cu, WEFT_GEMM_C_T): the kernel runs C^T = B A^T on
+   * weft_gemm_problem_swapped(p), so bm tiles n and bn tiles m (in steps of 16, where 128-row
+   * tiles would pad m), and the fields above are that problem's; splitk is 1. Only [n, k] B and
+   * no hook but the SM budget (weft_gemm_hooks_kernel) */
+  int swap_ab;
 } weft_gemm_config_t;
 
 /* The overlap hooks. A NULL pointer leaves its hook compiled out. */
@@ -84,6 +89,20 @@ typedef struct weft_gemm_hooks {
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
+/* Whether h asks for more than an SM budget (hooks compiled into the kernel). */
+static inline int weft_gemm_hooks_kernel(const weft_gemm_hooks_t *h) {
+  return h && (h->order_table || h->rotate_m || h->wait_signals || h->notify_counters ||
+               h->ll_area || h->ar_staging);
+}
+
+/* The problem a swap_ab configuration's kernel runs: C^T [n, m] = B [n, k] A [m, k]^T, C^T
+ * stored as C (row stride ldc). */
+static inline weft_gemm_problem_t weft_gemm_problem_swapped(const weft_gemm_problem_t *p) {
+  weft_gemm_problem_t t = *p;
+  t.m = p->n, t.n = p->m, t.lda = p->ldb, t.ldb = p->lda;
+  return t;
+}
+
 /* Split-K scratch of a communicator: whole partial tiles of the splits of one call. The chooser
  * never asks for more (weft_gemm_config_choose's ws_floats). */
 #define WEFT_GEMM_WS_TILES_PER_SM 2 /* 128 x 128 fp32 tiles per SM */
@@ -94,10 +113,10 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
 
 /* The shape heuristic (measured on H100/H200: dev/gemm/NOTES.md): the configuration for p on a
  * GPU of `sms` multiprocessors and hbm_gbps GB/s of peak memory bandwidth whose split-K workspace
- * holds ws_floats floats and ws_counters tile counters. Pure host arithmetic (the CPU tests
- * enumerate its choices). */
+ * holds ws_floats floats and ws_counters tile counters, for a launch with kernel hooks (hooked:
+ * no swap_ab) or without. Pure host arithmetic (the CPU tests enumerate its choices). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, weft_gemm_config_t *cfg);
+                             int ws_counters, int hooked, weft_gemm_config_t *cfg);
 
 /* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (one of the large-m
  * widths: 128, 176, 192, 208, 224, 240, 256) instead: 1 when c changed, 0 when c takes no such

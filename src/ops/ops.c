@@ -90,7 +90,7 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps
                              char names[WEFT_OPS_PLAN_MAX][32]) {
   static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, sms, hbm_gbps, ws_floats, ws_counters, &cfg);
+  weft_gemm_config_choose(p, sms, hbm_gbps, ws_floats, ws_counters, 1, &cfg);
   int n = 0;
   for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
     weft_algo_t a = algos[i];
@@ -146,7 +146,8 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_t *o = &comm->ops;
-  weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, cfg);
+  weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, 1,
+                          cfg);
   if (plan->bn) weft_gemm_config_width(p, plan->bn, cfg);
 }
 

@@ -34,7 +34,9 @@ static void fail(const char *what) {
   printf("FAIL %s\n", what);
 }
 
-static void add_one(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+static void add_one(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+  /* the transposed product's kernel runs the swapped problem (weft_gemm_launch) */
+  const weft_gemm_problem_t swapped = weft_gemm_problem_swapped(p0), *p = c->swap_ab ? &swapped : p0;
   struct spec s;
   memset(&s, 0, sizeof s);
   const char *ptrs[WEFT_GEMM_MAX_OPTIONS];
@@ -47,8 +49,8 @@ static void add_one(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, c
     fail("more specialisations than the test holds");
     return;
   }
-  snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p->m, p->n,
-           p->k, p->ldc, (int)p->in, (int)p->out, p->b_kmajor ? "NK" : "KN");
+  snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p0->m, p0->n,
+           p0->k, p0->ldc, (int)p0->in, (int)p0->out, p0->b_kmajor ? "NK" : "KN");
   specs[nspecs++] = s;
 }
 
@@ -64,12 +66,19 @@ static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const
 }
 
 /* The heuristic's rules that a compile does not catch (the kernel's #errors catch the rest). */
-static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, int sms,
+static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c, int sms,
                          size_t ws_floats, int ws_counters) {
   char what[256];
-  snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d",
-           p->m, p->n, p->k, p->ldc, (int)p->out, sms, c->bm, c->bn, c->stages, c->cluster,
-           c->k_splits);
+  snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d SW %d",
+           p0->m, p0->n, p0->k, p0->ldc, (int)p0->out, sms, c->bm, c->bn, c->stages, c->cluster,
+           c->k_splits, c->swap_ab);
+  /* the transposed product: [n, k] B, m past 128, the direct-store kernel on 128-row tiles of n
+   * and tiles of m's columns that cover it (their width in steps of 16) */
+  const weft_gemm_problem_t swapped = weft_gemm_problem_swapped(p0), *p = c->swap_ab ? &swapped : p0;
+  if (c->swap_ab && (!p0->b_kmajor || p0->m <= 128 || !c->splitk || c->bm != 128 || c->bn % 16 ||
+                     c->bn > 256 || c->cluster != 1 ||
+                     (p0->m + c->bn - 1) / c->bn * c->bn - p0->m >= (p0->m + c->bn - 1) / c->bn * 16))
+    fail(what);
   int tiles = ((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
   if (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM) fail(what);
   if (c->k_splits < 1 || (c->k_splits > 1 && !c->splitk)) fail(what);
@@ -205,7 +214,7 @@ enum { GBPS_H100_SXM = 3352, GBPS_H200 = 4800, GBPS_H100_PCIE = 2039 };
 /* weft_gemm_config_choose on a 132-SM GPU of hbm_gbps with a communicator's workspace */
 static void choose_132(const weft_gemm_problem_t *p, int hbm_gbps, weft_gemm_config_t *c) {
   weft_gemm_config_choose(p, 132, hbm_gbps, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
-                          WEFT_GEMM_WS_TILES_PER_SM * 132, c);
+                          WEFT_GEMM_WS_TILES_PER_SM * 132, 1, c);
 }
 
 int main(void) {
@@ -226,13 +235,13 @@ int main(void) {
       {1376, 4096}, {1792, 4096}, {3584, 8192}, {6656, 16384}, {3696, 8192},    /* AG+GEMM TP=8 */
       {4096, 1376}, {4096, 1792}, {8192, 3584}, {16384, 6656}, {8192, 3696},    /* GEMM+RS TP=8 */
       {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
-  static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
+  static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 160, 300, 577, 1000, 8192};
   /* H100 SXM and H200 (132 SMs; their memory bandwidths, GB/s, move the decode tiles), H100 PCIe */
   static const int sms_list[][2] = {{132, GBPS_H100_SXM}, {132, GBPS_H200}, {114, GBPS_H100_PCIE}};
   static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
   static unsigned char ll_area;
   const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
-  int choices = 0;
+  int choices = 0, swaps = 0;
   for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
     int sms = sms_list[si][0], hbm = sms_list[si][1];
     size_t ws_floats = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
@@ -247,10 +256,18 @@ int main(void) {
                 if (!kmaj && n % 8) continue; /* contiguous [k, n] B needs n % 8 == 0 */
                 weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
                                          in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj};
-                weft_gemm_config_t c;
-                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, &c);
+                weft_gemm_config_t c, hooked;
+                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, 0, &c);
                 check_choice(&p, &c, sms, ws_floats, ws_counters);
                 add(&p, &c, NULL);
+                /* a launch with hooks takes no transposed product: its own choice */
+                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, 1, &hooked);
+                if (hooked.swap_ab) fail("a hooked launch was given the transposed product");
+                if (c.swap_ab) {
+                  check_choice(&p, &hooked, sms, ws_floats, ws_counters);
+                  add(&p, &hooked, NULL);
+                  swaps++;
+                }
                 /* GEMM + AllReduce's LL form where it takes the problem, also as the workspace
                  * reduction that a cluster one may become */
                 weft_gemm_config_t d = c;
@@ -320,7 +337,8 @@ int main(void) {
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
 
-  printf("%d choices, %d distinct specialisations\n", choices, nspecs);
+  if (!swaps) fail("no shape took the transposed product (update the test)");
+  printf("%d choices (%d transposed), %d distinct specialisations\n", choices, swaps, nspecs);
   fflush(stdout);
   int jobs = getenv("WEFT_TEST_JOBS") ? atoi(getenv("WEFT_TEST_JOBS")) : 2;
   if (jobs < 1) jobs = 1;

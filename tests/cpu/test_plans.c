@@ -39,7 +39,7 @@ int main(void) {
         char names[WEFT_OPS_PLAN_MAX][32];
         int n = weft_ops_plan_candidates(&p, sms, hbm, wsf, wsc, algos, 3, consumer, plans, names);
         weft_gemm_config_t cfg;
-        weft_gemm_config_choose(&p, sms, hbm, wsf, wsc, &cfg);
+        weft_gemm_config_choose(&p, sms, hbm, wsf, wsc, 1, &cfg);
         char what[96];
         snprintf(what, sizeof what, "%dx%dx%d %s%s", s[0], s[1], s[2], kmaj ? "NK" : "KN",
                  consumer ? " (SM consumer)" : "");

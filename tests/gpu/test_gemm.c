@@ -108,7 +108,7 @@ static void *download(buffers_t *x) {
  * (weft_gemm_config_width; 0: the heuristic's width). */
 static void heuristic(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *cfg) {
   weft_gemm_config_choose(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
-                          comm->ops.gemm_ws_counters, cfg);
+                          comm->ops.gemm_ws_counters, 1, cfg); /* (the tests attach hooks) */
   if (bn && cfg->bn != bn && !weft_gemm_config_width(p, bn, cfg)) {
     cases++;
     failures++;
@@ -204,6 +204,46 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms, int bn) {
   free(h);
   CU(cuMemFree(sig));
   CU(cuMemFree(ctr));
+  teardown(&x);
+}
+
+/* The transposed product (swap_ab: C^T = B A^T stored as C) that the heuristic takes for p:
+ * against the reference, bit-identical on a second call (the splits' order) and on half the SMs,
+ * and refused with a hook. */
+static void transposed(const weft_gemm_problem_t *p) {
+  weft_gemm_config_t cfg;
+  weft_gemm_config_choose(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
+                          comm->ops.gemm_ws_counters, 0, &cfg);
+  cases++;
+  if (!cfg.swap_ab) {
+    failures++;
+    printf("FAIL m %d n %d k %d: the heuristic no longer takes the transposed product (update the "
+           "test)\n", p->m, p->n, p->k);
+    return;
+  }
+  buffers_t x;
+  setup(&x, p);
+  char what[64];
+  snprintf(what, sizeof what, "transposed %dx%d in %d splits", cfg.bm, cfg.bn, cfg.k_splits);
+  void *want = checked_call(&x, &cfg, 0, what);
+  poison(&x);
+  run_config(&x, &cfg, NULL);
+  same_bits(&x, want, "transposed, second call");
+  weft_gemm_hooks_t budget = {.sms = comm->ops.sms / 2};
+  poison(&x);
+  run_config(&x, &cfg, &budget);
+  same_bits(&x, want, "transposed on half the SMs");
+  CUdeviceptr sig;
+  CU(cuMemAlloc(&sig, 8));
+  weft_gemm_hooks_t hook = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = p->m};
+  int refused = weft_gemm_launch(comm, p, &cfg, &hook, (void *)(uintptr_t)x.a,
+                                 (void *)(uintptr_t)x.b, (void *)(uintptr_t)x.c,
+                                 s) == WEFT_STATUS_INVALID_ARGUMENT;
+  cases++;
+  if (!refused) failures++;
+  printf("%s transposed product with a wait hook refused\n", refused ? "ok  " : "FAIL");
+  CU(cuMemFree(sig));
+  free(want);
   teardown(&x);
 }
 
@@ -471,6 +511,16 @@ int main(int argc, char **argv) {
                                       (int)(test_rand(&rng) % 9), ins[test_rand(&rng) & 1],
                                       outs[test_rand(&rng) % 3], kmaj);
       one(&p, "strides");
+    }
+    /* the transposed product between decode and large m: one column tile of 144 and 160, three
+     * of 96 (288 x 5120), two of 160 (300 rows); odd n and padded C, fp32 and fp16 C, fp16
+     * inputs */
+    static const int tm[] = {129, 160, 288, 300};
+    for (size_t i = 0; i < sizeof tm / sizeof tm[0]; i++) {
+      weft_gemm_problem_t p = problem(tm[i], i == 1 ? 5000 + 2 * (int)(test_rand(&rng) % 500) + 1 : i == 2 ? 5120 : 8192,
+                                      8 * (500 + (int)(test_rand(&rng) % 1500)), 0, 8 * (int)(i & 1),
+                                      (int)(i % 3), i == 2 ? H : B, outs[i % 3], 1);
+      transposed(&p);
     }
     /* a large one: 4096 x 4096 x 4096 */
     weft_gemm_problem_t big = problem(4096, 4096, 4096, 0, 0, 0, B, B, 1);
