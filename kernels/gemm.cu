@@ -110,9 +110,13 @@
  *   WEFT_GEMM_C_T        [0] 1 (with SPLITK, no LL): the kernel's product is C transposed: its
  *                        M runs along C's columns and its N along C's rows, so fragment element
  *                        (row, col) is stored at C[col * ldc + row]. weft_gemm_launch swaps A and
- *                        B for it (swap_ab: the weights [n, k] as A, the activations [m, k] as
- *                        [N,K] B), so that a tile's width, which comes in steps of 16, covers
+ *                        B for it (swap_ab: the weights as A, [n, k] or, with A_KMAJOR=0,
+ *                        [k, n]; the activations [m, k] as [N,K] B), so that a tile's width, which comes in steps of 16, covers
  *                        m rather than a 128-row tile padding it (128 < m <= 512)
+ *   WEFT_GEMM_A_KMAJOR   [1] 1: A is [M,K] row-major; 0 (with C_T, BM=128, no cluster): A is
+ *                        [K,M] row-major (M contiguous), the transposed product's A when the
+ *                        caller's B is [K,N]: two boxes of 64 (M) x 64 (K) a stage, read by
+ *                        wgmma transposed, as [K,N] B is
  *   WEFT_GEMM_CLUSTER_K  [1] with SPLITK: 2..8 = k_splits: the splits of a tile are the CTAs of
  *                        one cluster {CLUSTER_K, 1, 1} and reduce through distributed shared
  *                        memory instead of the workspace: CTA r owns the accumulator column
@@ -207,7 +211,8 @@
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
  * OOB fill none (zeros)):
- *   tm_a: dims {K, M}, strides {K*2}, box {64, A_ROWS}
+ *   tm_a: dims {K, M}, strides {K*2}, box {64, A_ROWS}; A_KMAJOR=0: dims {M, K}, strides
+ *         {M*2}, box {64, 64}
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
  *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64};
@@ -320,6 +325,9 @@
 #ifndef WEFT_GEMM_C_T
 #define WEFT_GEMM_C_T 0
 #endif
+#ifndef WEFT_GEMM_A_KMAJOR
+#define WEFT_GEMM_A_KMAJOR 1
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -421,6 +429,10 @@
 #if WEFT_GEMM_C_T && (!WEFT_GEMM_SPLITK || WEFT_GEMM_LL)
 #error "WEFT_GEMM_C_T is a store of the direct-store kernel (SPLITK), without LL"
 #endif
+#if !WEFT_GEMM_A_KMAJOR && (!WEFT_GEMM_C_T || WEFT_GEMM_BM != 128 || WEFT_GEMM_A_ROWS != 128 || \
+                            WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_WAIT)
+#error "[K,M] A (WEFT_GEMM_A_KMAJOR=0) is the transposed product's: C_T, BM=128, no cluster, no wait"
+#endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_SPLITK
 #error "WEFT_GEMM_TAIL splits the TMA-store kernel's last wave; SPLITK splits every tile"
 #endif
@@ -444,6 +456,7 @@
 #else
 #define WEFT_GEMM_WGMMA_TYPES "f32.f16.f16"
 #endif
+#define WEFT_GEMM_TRANS_A (1 - WEFT_GEMM_A_KMAJOR)
 #define WEFT_GEMM_TRANS_B (1 - WEFT_GEMM_B_KMAJOR)
 #define WEFT_GEMM_STR2(x) #x
 #define WEFT_GEMM_STR(x) WEFT_GEMM_STR2(x)
@@ -949,7 +962,7 @@ __device__ __forceinline__ u64 weft_gemm_ld_acquire_sys(const u64 *p) {
   WEFT_GEMM_ACC_S1 WEFT_GEMM_ACC_S2 WEFT_GEMM_ACC_S3 WEFT_GEMM_ACC_S4 WEFT_GEMM_ACC_S5              \
   WEFT_GEMM_ACC_S6 WEFT_GEMM_ACC_S7 WEFT_GEMM_ACC_S8 WEFT_GEMM_ACC_S9 WEFT_GEMM_ACC_S10             \
   WEFT_GEMM_ACC_S11 WEFT_GEMM_ACC_S12 WEFT_GEMM_ACC_S13 WEFT_GEMM_ACC_S14 WEFT_GEMM_ACC_S15         \
-  "}, " in ", p, 1, 1, 0, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
+  "}, " in ", p, 1, 1, " WEFT_GEMM_STR(WEFT_GEMM_TRANS_A) ", " WEFT_GEMM_STR(WEFT_GEMM_TRANS_B) ";\n}\n"
 #define WEFT_GEMM_APPLY(macro, args) macro(args)
 __device__ __forceinline__ void weft_gemm_wgmma(float *d, u64 da, u64 db, int scale_d) {
   asm volatile(WEFT_GEMM_APPLY(WEFT_GEMM_ACC_ASM, WEFT_GEMM_ACC_END)
@@ -1473,9 +1486,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           } else {
             weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
           }
-#else
+#elif WEFT_GEMM_A_KMAJOR
           weft_gemm_mbar_expect_tx(full, stage_tx);
           weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
+#else
+          /* [K,M] A: one box of 64 (M) x 64 (K) per consumer warpgroup's rows */
+          weft_gemm_mbar_expect_tx(full, stage_tx);
+          weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, row_a, k0, full);
+          weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES + 8192, map_a, row_a + 64, k0, full);
 #endif
           const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_B_KMAJOR
@@ -1743,12 +1761,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       for (int kb = w.kb0; kb < w.kb1; kb++) {
         weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
         if (WEFT_GEMM_TRACE && tid == 128 && p == cluster_id && kb == w.kb0) WEFT_GEMM_STAMP(1);
+#if WEFT_GEMM_A_KMAJOR
         const u32 a_base = sA + stage * WEFT_GEMM_A_BYTES + row_off * 128;
+#else
+        const u32 a_base = sA + stage * WEFT_GEMM_A_BYTES + (row_off / 64) * 8192;
+#endif
         const u32 b_stage = sB + stage * WEFT_GEMM_B_BYTES;
         weft_gemm_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < WEFT_GEMM_BK / 16; kk++) {
+#if WEFT_GEMM_A_KMAJOR
           u64 da = weft_gemm_desc(a_base + kk * 32, 16, 1024);
+#else
+          u64 da = weft_gemm_desc(a_base + kk * 2048, 8192, 1024); /* as [K,N] B's */
+#endif
 #if WEFT_GEMM_B_KMAJOR
           u64 db = weft_gemm_desc(b_stage + col_off * 128 + kk * 32, 16, 1024);
 #else

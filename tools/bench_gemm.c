@@ -223,7 +223,7 @@ int main_gemm(int argc, char **argv) {
   double worst = 1e9;
   for (int si = 0; si < nshapes; si++) {
     int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
-    weft_gemm_problem_t p = {M, N, K, K, kmajor ? K : N, N, in, in, kmajor};
+    weft_gemm_problem_t p = {M, N, K, K, kmajor ? K : N, N, in, in, kmajor, 0};
     x.p = p;
     size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
     unsigned long long sets = hot ? 1 : (BENCH_GEMM_FOOTPRINT + (na + nb) * 2 - 1) / ((na + nb) * 2);

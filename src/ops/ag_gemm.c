@@ -126,7 +126,7 @@ weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, c
                     comm->world, comm->local_world);
   int world = comm->local_world;
   WEFT_ARG(comm, m >= 0 && (long long)m * world <= 0x7fffffff, "m %d (x %d ranks) out of range", m, world);
-  weft_gemm_problem_t p = {m * world, n, k, k, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  weft_gemm_problem_t p = {m * world, n, k, k, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK, 0};
   WEFT_CHECK(weft_gemm_problem_check(comm, &p, a_gathered, b, c));
   if (m == 0) return WEFT_STATUS_SUCCESS;
   size_t bytes = (size_t)m * (size_t)k * weft_dtype_size(in);

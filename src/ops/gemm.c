@@ -39,8 +39,8 @@
  * and the hooks present. */
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
-  int in, out, b_kmajor, b_once, table, wait, a_own, notify, notify_sys, scatter, ll, ar_own,
-      ar_summers;
+  int in, out, b_kmajor, a_mn_major, b_once, table, wait, a_own, notify, notify_sys, scatter, ll,
+      ar_own, ar_summers;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -242,11 +242,14 @@ static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floa
 
 /* Whether the transposed product s runs p: its column tiles pad m by at least a sixth less than
  * 128-row tiles do (H200, each against the 128-row tiles in the same call, five (n, k) of
- * DESIGN.md's layers, dev/gemm/NOTES.md: m = 129-208, 288-320 and 416 0-29% faster; 224 and 448,
- * an eighth less, -9% to +9%; 576, a tenth, -6% to +20%; whole 128-row tiles up to 26% slower). */
-static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s) {
+ * DESIGN.md's layers, dev/gemm/NOTES.md: m = 129-208, 288-320 and 416 0-29% faster with [n, k]
+ * B, 3-27% with [k, n] B; with [n, k] B 224 and 448, an eighth less, -9% to +9%; 576, a tenth,
+ * -6% to +20%; whole 128-row tiles up to 26% slower), and over two 128-row tile rows where
+ * memory is slow for the SMs (fast_hbm 0): there the two rows are the memory's time, not the
+ * padding's (H100, same calls: 288-416 rows 10-27% faster, 129-208 -8% to +8%). */
+static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s, int fast_hbm) {
   int rows = (p->m + 127) / 128 * 128, width = (p->m + s->bn - 1) / s->bn * s->bn;
-  return 6 * (rows - width) >= rows;
+  return 6 * (rows - width) >= rows && (fast_hbm || p->m > 256);
 }
 
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
@@ -260,13 +263,13 @@ static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s)
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B
  * (none for an odd count of tile rows), 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the
- * large shapes of DESIGN.md). Between them, 128 < m <= 512 with [n, k] B and no hooks: the
- * transposed product where its column tiles pad m less (config_swapped, swap_takes). */
+ * large shapes of DESIGN.md). Between them, 128 < m <= 512 without hooks: the transposed
+ * product where its column tiles pad m less (config_swapped, swap_takes). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
                              int ws_counters, int hooked, weft_gemm_config_t *c) {
-  if (p->b_kmajor && !hooked && p->m > 128 && p->m <= GEMM_SWAP_MAX_M) {
+  if (!hooked && p->m > 128 && p->m <= GEMM_SWAP_MAX_M) {
     config_swapped(p, sms, ws_floats, ws_counters, c);
-    if (swap_takes(p, c)) return;
+    if (swap_takes(p, c, hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms)) return;
   }
   memset(c, 0, sizeof *c);
   c->group = 8;
@@ -458,6 +461,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   GEMM_DEFINE("DTYPE_IN", p->in == WEFT_DTYPE_FP16);
   GEMM_DEFINE("OUT", p->out == WEFT_DTYPE_FP32 ? 2 : p->out == WEFT_DTYPE_FP16);
   GEMM_DEFINE("B_KMAJOR", p->b_kmajor != 0);
+  if (p->a_mn_major) GEMM_DEFINE("A_KMAJOR", 0);
   if (tail_split(c)) GEMM_DEFINE("TAIL", 1);
   if (h && h->order_table) GEMM_DEFINE("ORDER_TABLE", 1);
   if (h && h->wait_signals) GEMM_DEFINE("HOOK_WAIT", 1);
@@ -485,6 +489,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
   if (!k_clustered(c)) k->cfg.k_splits = 0; /* a kernel parameter, not a define */
   k->cfg.tail_splits = tail_split(c);        /* the split count too */
   k->in = (int)p->in, k->out = (int)p->out, k->b_kmajor = p->b_kmajor != 0;
+  k->a_mn_major = p->a_mn_major != 0;
   k->b_once = b_read_once(p, c);
   if (h) {
     k->table = h->order_table != NULL, k->wait = h->wait_signals != NULL;
@@ -683,10 +688,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   }
   weft_gemm_problem_t swapped;
   if (cfg->swap_ab) { /* from here on the kernel's problem: B's rows as A, A's as [N,K] B */
-    if (!p->b_kmajor || !cfg->splitk || weft_gemm_hooks_kernel(h))
+    if (!cfg->splitk || cfg->bm != 128 || weft_gemm_hooks_kernel(h))
       return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                      "gemm: the transposed product (swap_ab) takes [n, k] B, the direct-store "
-                      "kernel (splitk) and no hook but an SM budget");
+                      "gemm: the transposed product (swap_ab) takes the direct-store kernel "
+                      "(splitk) on 128-row tiles and no hook but an SM budget");
     swapped = weft_gemm_problem_swapped(p), p = &swapped;
     const void *t = a;
     a = b, b = t;
@@ -751,10 +756,13 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     tiles_m, tiles_n, o->gemm_ws_floats);
 
   CUtensorMap ta, tb, tc, town, tcall;
-  WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
-                    (uint32_t)a_rows(cfg), 0, 0));
+  if (p->a_mn_major) /* [k, m] A: boxes of 64 (m) x 64 (k), as [k, n] B's */
+    WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->m, (uint64_t)p->k, p->lda, 64, GEMM_BK, 0, 0));
+  else
+    WEFT_CHECK(encode(comm, &ta, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
+                      (uint32_t)a_rows(cfg), 0, 0));
   /* a partial last tile row: a map of its rows only (kernels/gemm.cu, params 37-38) */
-  int a_tail_rows = a_rows(cfg) == cfg->bm ? (p->m % cfg->bm + 7) / 8 * 8 : 0;
+  int a_tail_rows = a_rows(cfg) == cfg->bm && !p->a_mn_major ? (p->m % cfg->bm + 7) / 8 * 8 : 0;
   if (a_tail_rows >= cfg->bm) a_tail_rows = 0;
   CUtensorMap tatail = ta;
   if (a_tail_rows)
@@ -876,7 +884,7 @@ weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
-  weft_gemm_problem_t p = {m, n, k, lda, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  weft_gemm_problem_t p = {m, n, k, lda, ldb, ldc, in, out, layout == WEFT_GEMM_LAYOUT_NK, 0};
   WEFT_CHECK(weft_gemm_problem_check(comm, &p, a, b, c));
   return weft_gemm_launch(comm, &p, NULL, NULL, a, b, c, (CUstream)stream);
 }

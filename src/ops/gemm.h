@@ -20,6 +20,9 @@ typedef struct weft_gemm_problem {
   long long lda, ldb, ldc;
   weft_dtype_t in, out; /* in: BF16 or FP16; out: BF16, FP16 or FP32 */
   int b_kmajor;
+  /* A is [k, m] (m contiguous, row stride lda) instead: only as the problem of a transposed
+   * product's kernel with [k, n] B (weft_gemm_problem_swapped) */
+  int a_mn_major;
 } weft_gemm_problem_t;
 
 /* One specialisation of kernels/gemm.cu (its defines) and its split count. */
@@ -38,8 +41,8 @@ typedef struct weft_gemm_config {
   int tail_splits;
   /* the transposed product (kernels/gemm.cu, WEFT_GEMM_C_T): the kernel runs C^T = B A^T on
    * weft_gemm_problem_swapped(p), so bm tiles n and bn tiles m (in steps of 16, where 128-row
-   * tiles would pad m), and the fields above are that problem's; splitk is 1. Only [n, k] B and
-   * no hook but the SM budget (weft_gemm_hooks_kernel) */
+   * tiles would pad m), and the fields above are that problem's; splitk is 1. No hook but the SM
+   * budget (weft_gemm_hooks_kernel) */
   int swap_ab;
 } weft_gemm_config_t;
 
@@ -95,11 +98,12 @@ static inline int weft_gemm_hooks_kernel(const weft_gemm_hooks_t *h) {
                h->ll_area || h->ar_staging);
 }
 
-/* The problem a swap_ab configuration's kernel runs: C^T [n, m] = B [n, k] A [m, k]^T, C^T
- * stored as C (row stride ldc). */
+/* The problem a swap_ab configuration's kernel runs: C^T [n, m] = op(B)^T A^T, B's rows (or its
+ * [k, n] columns: a_mn_major) as A and A [m, k] as [n, k] B, C^T stored as C (row stride ldc). */
 static inline weft_gemm_problem_t weft_gemm_problem_swapped(const weft_gemm_problem_t *p) {
   weft_gemm_problem_t t = *p;
   t.m = p->n, t.n = p->m, t.lda = p->ldb, t.ldb = p->lda;
+  t.b_kmajor = 1, t.a_mn_major = !p->b_kmajor;
   return t;
 }
 

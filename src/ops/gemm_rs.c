@@ -123,7 +123,7 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
                     comm->world, comm->local_world);
   WEFT_ARG(comm, m >= 0 && (c_all_rows || m % comm->local_world == 0),
            "m %d is not a multiple of the %d ranks", m, comm->local_world);
-  *p = (weft_gemm_problem_t){m, n, k, lda, ldb, n, in, out, layout == WEFT_GEMM_LAYOUT_NK};
+  *p = (weft_gemm_problem_t){m, n, k, lda, ldb, n, in, out, layout == WEFT_GEMM_LAYOUT_NK, 0};
   WEFT_CHECK(weft_gemm_problem_check(comm, p, a, b, workspace));
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   WEFT_ARG(comm, c, "c is NULL");

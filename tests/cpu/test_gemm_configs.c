@@ -72,10 +72,10 @@ static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t
   snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d SW %d",
            p0->m, p0->n, p0->k, p0->ldc, (int)p0->out, sms, c->bm, c->bn, c->stages, c->cluster,
            c->k_splits, c->swap_ab);
-  /* the transposed product: [n, k] B, m past 128, the direct-store kernel on 128-row tiles of n
-   * and tiles of m's columns that cover it (their width in steps of 16) */
+  /* the transposed product: m past 128, the direct-store kernel on 128-row tiles of n and tiles
+   * of m's columns that cover it (their width in steps of 16) */
   const weft_gemm_problem_t swapped = weft_gemm_problem_swapped(p0), *p = c->swap_ab ? &swapped : p0;
-  if (c->swap_ab && (!p0->b_kmajor || p0->m <= 128 || !c->splitk || c->bm != 128 || c->bn % 16 ||
+  if (c->swap_ab && (p0->m <= 128 || !c->splitk || c->bm != 128 || c->bn % 16 ||
                      c->bn > 256 || c->cluster != 1 ||
                      (p0->m + c->bn - 1) / c->bn * c->bn - p0->m >= (p0->m + c->bn - 1) / c->bn * 16))
     fail(what);
@@ -150,7 +150,7 @@ static void *worker(void *arg) {
  * that would fault on the GPU: a TMA-store warpgroup tile narrower than one output box. */
 static void check_refused(void) {
   weft_gemm_problem_t p = {128, 12288, 4096, 4096, 4096, 12288,
-                           WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+                           WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   weft_gemm_config_t c = {.bm = 64, .bn = 96, .stages = 8, .cluster = 1, .epi_bufs = 1, .group = 8,
                           .k_splits = 1};
   char buf[WEFT_GEMM_MAX_OPTIONS][48];
@@ -178,21 +178,21 @@ static void check_args(void) {
     void *c;
     int ok;
   } cases[] = {
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 1},
-      {{1, 3, 8, 8, 8, 3, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, 1}, a, b, c, 1},  /* odd n, ldc */
-      {{5, 5, 0, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, c, 1}, /* k = 0 */
-      {{0, 5, 8, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, NULL, 1}, /* m = 0 */
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_FP32, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* fp32 in */
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_UINT8, 1}, a, b, c, 0},
-      {{64, 64, 60, 60, 60, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda % 8 */
-      {{64, 64, 60, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* k % 8 */
-      {{64, 60, 64, 64, 60, 60, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 0}, a, b, c, 0}, /* [k,n] ldb */
-      {{64, 64, 64, 32, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda < k */
-      {{64, 64, 64, 64, 64, 63, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* ldc < n */
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, buf + 2, b, c, 0},
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, buf + 8, 0},
-      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, b, c, 0},
-      {{-1, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 1},
+      {{1, 3, 8, 8, 8, 3, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, 1, 0}, a, b, c, 1},  /* odd n, ldc */
+      {{5, 5, 0, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, NULL, NULL, c, 1}, /* k = 0 */
+      {{0, 5, 8, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, NULL, NULL, NULL, 1}, /* m = 0 */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_FP32, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0}, /* fp32 in */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_UINT8, 1, 0}, a, b, c, 0},
+      {{64, 64, 60, 60, 60, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0}, /* lda % 8 */
+      {{64, 64, 60, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0}, /* k % 8 */
+      {{64, 60, 64, 64, 60, 60, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 0, 0}, a, b, c, 0}, /* [k,n] ldb */
+      {{64, 64, 64, 32, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0}, /* lda < k */
+      {{64, 64, 64, 64, 64, 63, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0}, /* ldc < n */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, buf + 2, b, c, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, buf + 8, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, NULL, b, c, 0},
+      {{-1, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0}, a, b, c, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     weft_status_t st = weft_gemm_problem_check(NULL, &cases[i].p, cases[i].a, cases[i].b, cases[i].c);
@@ -255,7 +255,7 @@ int main(void) {
                 int n = nk[i][0], k = nk[i][1];
                 if (!kmaj && n % 8) continue; /* contiguous [k, n] B needs n % 8 == 0 */
                 weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
-                                         in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj};
+                                         in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj, 0};
                 weft_gemm_config_t c, hooked;
                 weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, 0, &c);
                 check_choice(&p, &c, sms, ws_floats, ws_counters);
@@ -280,7 +280,7 @@ int main(void) {
               }
   }
   /* the overlapped ops' hook variants on the large-M configuration */
-  weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   weft_gemm_config_t c;
   choose_132(&p, GBPS_H100_SXM, &c);
   static const uint64_t sig;
@@ -324,13 +324,13 @@ int main(void) {
   add(&pk, &ck, &hooks[5]);
   add(&pk, &ck, &hooks[6]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
-  weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   choose_132(&pd, GBPS_H100_SXM, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
   /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
    * 128x64 tiles in 2 splits where it is fast (H200) */
-  weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   for (int fast = 0; fast < 2; fast++) {
     choose_132(&pm, fast ? GBPS_H200 : GBPS_H100_SXM, &c);
     if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))

@@ -34,7 +34,7 @@ int main(void) {
       for (int consumer = 0; consumer < 2; consumer++) {
         const int *s = shapes[i];
         weft_gemm_problem_t p = {s[0], s[1], s[2], s[2], kmaj ? s[2] : s[1], s[1],
-                                 WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, kmaj};
+                                 WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, kmaj, 0};
         weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
         char names[WEFT_OPS_PLAN_MAX][32];
         int n = weft_ops_plan_candidates(&p, sms, hbm, wsf, wsc, algos, 3, consumer, plans, names);

@@ -138,7 +138,7 @@ static void same_bits(buffers_t *x, const void *want, const char *what) {
 
 static weft_gemm_problem_t problem(int m, int n, int k, int pad_a, int pad_b, int pad_c,
                                    weft_dtype_t in, weft_dtype_t out, int kmajor) {
-  weft_gemm_problem_t p = {m, n, k, k + pad_a, (kmajor ? k : n) + pad_b, n + pad_c, in, out, kmajor};
+  weft_gemm_problem_t p = {m, n, k, k + pad_a, (kmajor ? k : n) + pad_b, n + pad_c, in, out, kmajor, 0};
   return p;
 }
 
@@ -512,16 +512,21 @@ int main(int argc, char **argv) {
                                       outs[test_rand(&rng) % 3], kmaj);
       one(&p, "strides");
     }
-    /* the transposed product between decode and large m: one column tile of 144 and 160, three
-     * of 96 (288 x 5120), two of 160 (300 rows); odd n and padded C, fp32 and fp16 C, fp16
-     * inputs */
-    static const int tm[] = {129, 160, 288, 300};
-    for (size_t i = 0; i < sizeof tm / sizeof tm[0]; i++) {
-      weft_gemm_problem_t p = problem(tm[i], i == 1 ? 5000 + 2 * (int)(test_rand(&rng) % 500) + 1 : i == 2 ? 5120 : 8192,
-                                      8 * (500 + (int)(test_rand(&rng) % 1500)), 0, 8 * (int)(i & 1),
-                                      (int)(i % 3), i == 2 ? H : B, outs[i % 3], 1);
-      transposed(&p);
-    }
+    /* the transposed product between decode and large m (past 256 rows, which both the H100 and
+     * the H200 transpose), both layouts of B ([k, n] B: A's role taken by [k, n] B read
+     * transposed): two column tiles of 144 in 2 clustered splits (288 x 4096), three of 96
+     * (288 x 5120), four of 80 in 2 splits or two of 160 (300 rows, n from 6000), two of 208
+     * (416); n off the 128-row tiles (odd with
+     * [n, k] B), padded strides, fp32 and fp16 C, fp16 inputs */
+    static const int tm[] = {288, 288, 300, 416}, tn[] = {4096, 5120, 0, 8192};
+    for (int kmaj = 0; kmaj < 2; kmaj++)
+      for (int i = 0; i < 4; i++) {
+        int n = tn[i] ? tn[i] : 6000 + 8 * (int)(test_rand(&rng) % 60) + kmaj;
+        weft_gemm_problem_t p = problem(tm[i], n, 8 * (500 + (int)(test_rand(&rng) % 1500)),
+                                        8 * (i & 1), 8 * kmaj, i % 3, i == 2 ? H : B, outs[i % 3],
+                                        kmaj);
+        transposed(&p);
+      }
     /* a large one: 4096 x 4096 x 4096 */
     weft_gemm_problem_t big = problem(4096, 4096, 4096, 0, 0, 0, B, B, 1);
     one(&big, "large");
