@@ -429,7 +429,9 @@ typedef enum weft_gemm_layout {
  * 16-byte rows: contiguous [k, n] B needs n % 8 == 0); ldc any >= n.
  * Hopper (sm_90) only. The first call with a new shape class compiles its kernel (cached on disk
  * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
- * Decode shapes (m <= 128) may split k over the SMs. The splits of a tile reduce inside one
+ * Decode shapes (m <= 128) may split k over the SMs; so may shapes between decode and large
+ * (128 < m <= 512), which it may compute as C^T = op(B)^T A^T so that the tiles cover m in steps
+ * of 16 rows rather than 128 (C is still written as C). The splits of a tile reduce inside one
  * thread-block cluster, through shared memory, when they are 2, 4 or 8 and the GPU holds all
  * the clusters at once; otherwise through a workspace of the communicator. Large shapes may
  * split the tiles of their last, partly filled wave of thread blocks along k too, through the

@@ -1,0 +1,53 @@
+# weft_add_test(<source> <cpu|gpu>): one test program, its ctest entries, TIMEOUT, labels and
+# SKIP_RETURN_CODE 77. The source's "weft-test:" line gives ranks= and timeout= (see
+# tests/CMakeLists.txt). Programs link the static library so that they reach internals.
+set(WEFT_TEST_EXTRA_RANKS "8" CACHE STRING "World sizes every multi-rank GPU test also runs at")
+
+function(weft_add_test src kind)
+  get_filename_component(name ${src} NAME_WE)
+  file(STRINGS ${src} spec REGEX "weft-test:" LIMIT_COUNT 1)
+  set(ranks "2;4")
+  set(timeout 120)
+  if(spec MATCHES "ranks=driver")
+    set(ranks driver)
+  elseif(spec MATCHES "ranks=([0-9,]+)")
+    string(REPLACE "," ";" ranks "${CMAKE_MATCH_1}")
+  endif()
+  if(kind STREQUAL "gpu" AND "4" IN_LIST ranks)
+    # Tests that scale (they run at 4) also run at the extra world sizes (default 8, the
+    # papers' node): they skip (77) through weftrun on machines with fewer GPUs.
+    foreach(n IN LISTS WEFT_TEST_EXTRA_RANKS)
+      if(NOT n IN_LIST ranks)
+        list(APPEND ranks ${n})
+      endif()
+    endforeach()
+  endif()
+  if(spec MATCHES "timeout=([0-9]+)")
+    set(timeout ${CMAKE_MATCH_1})
+  endif()
+  set(target ${kind}_${name})
+  add_executable(${target} ${src} ${ARGN})
+  target_link_libraries(${target} PRIVATE weft_internal m)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  if(WEFT_NCCL_LIBRARY)
+    target_include_directories(${target} PRIVATE ${WEFT_NCCL_INCLUDE})
+    target_link_libraries(${target} PRIVATE ${WEFT_NCCL_LIBRARY})
+  endif()
+  if(kind STREQUAL "cpu")
+    add_test(NAME ${target} COMMAND ${target})
+    set_tests_properties(${target} PROPERTIES TIMEOUT ${timeout} LABELS cpu SKIP_RETURN_CODE 77)
+  elseif(ranks STREQUAL "driver")
+    # The program starts its own jobs through weftrun (e.g. to check that a job fails).
+    add_test(NAME ${target} COMMAND ${target} $<TARGET_FILE:weftrun>)
+    set_tests_properties(${target} PROPERTIES TIMEOUT ${timeout} LABELS gpu SKIP_RETURN_CODE 77
+      RUN_SERIAL TRUE
+      ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+  else()
+    foreach(n IN LISTS ranks)
+      add_test(NAME ${target}_np${n} COMMAND $<TARGET_FILE:weftrun> -n ${n} $<TARGET_FILE:${target}>)
+      set_tests_properties(${target}_np${n} PROPERTIES TIMEOUT ${timeout} LABELS gpu
+        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+        ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+    endforeach()
+  endif()
+endfunction()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One GPU call: weft-bench gemm from two commits in the same call, same shapes, alternating runs
+# (A B A B), to tell a regression from the GPU's drift. Usage: bash dev/gemm/ab_build.sh <commit or
+# directory> [weft-bench gemm args...]; the other build is the working tree. Logs under $OUT;
+# dev/gemm/ab_summary.py last.
+# The device's copy of .git may predate commits made since (they fail to archive there): then
+# `git archive <commit> | tar -x -C ab_old` here (an untracked folder travels with the tree) and
+# pass ab_old.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+cd "$(dirname "$0")/../.."
+out=${OUT:-gpu-logs}; mkdir -p "$out"
+old=$1; shift
+rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old
+if [ -d "$old" ]; then cp -r "$old"/. /tmp/ab_old/; else git archive "$old" | tar -x -C /tmp/ab_old || exit 1; fi
+(cmake -S /tmp/ab_old -B /tmp/ab_old/build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build /tmp/ab_old/build -j16 --target weft-bench weftrun) > "$out/build_old.log" 2>&1 &
+(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16 --target weft-bench weftrun) > "$out/build_new.log" 2>&1
+wait
+for r in 1 2; do
+  for v in old new; do
+    b=build; [ $v = old ] && b=/tmp/ab_old/build
+    WEFT_CACHE_DIR=/tmp/wc_$v $b/tools/weftrun -n 1 $b/tools/weft-bench gemm "$@" > "$out/${v}_$r.log" 2>&1
+    echo "== $v run $r"; grep -E "^ +[0-9]+ " "$out/${v}_$r.log" | awk '{printf "%6s %6s %6s  weft %8s us  ratio %s\n", $1, $2, $3, $5, $8}'
+  done
+done
+python3 dev/gemm/ab_summary.py "$out"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Where the hooks' fixed 1-2 us a call goes (issue 4: wait + notify in one kernel +1.2-2.4% on
+# 8192x1376x4096, dev/gemm/NOTES.md): gemm_dev on the short shapes' tile configurations (no split
+# tail), plain, wait, notify (sys), both, interleaved with cuBLAS (RUNS runs), the first run also
+# traced (per-CTA %globaltimer: entry, first data, mainloops, last epilogue, end).
+# VARIANT (gemm_dev --cfg items, X_NAME=v: -DWEFT_GEMM_NAME=v) adds wait+V and both+V to every
+# run: a kernel variant of the hooks A/B against the kernel as it is. Tried at stop 24, no change
+# (both reverted): X_WAIT_COUNT=1 (the hand-off as a shared-memory count), X_WAIT_SEEN=1 (a
+# signal seen set is not read again).
+# Device tool, one GPU:   [RUNS=2] [VARIANT=X_NAME=v] bash dev/gemm/hooks_trace.sh
+source "$(dirname "$0")/gemm_dev_env.sh"
+v=${VARIANT:-}
+date -u > "$out/date.txt"; nvidia-smi -L >> "$out/date.txt"
+for r in $(seq 1 "${RUNS:-2}"); do
+  for sc in 8192,1376,4096:BM=128,BN=176,ST=4,CL=2,EPI=3,G=8 8192,4096,1792:BM=128,BN=256,ST=4,CL=2,EPI=2,G=8; do
+    IFS=: read -r sk c <<< "$sc"; IFS=, read -r m n k <<< "$sk"
+    hooks=("" ",WAIT=1" ",NOTIFY=1,X_NOTIFY_SYS=1" ",WAIT=1,NOTIFY=1,X_NOTIFY_SYS=1")
+    [ -n "$v" ] && hooks+=(",WAIT=1,$v" ",WAIT=1,NOTIFY=1,X_NOTIFY_SYS=1,$v")
+    args=""; for h in "${hooks[@]}"; do args="$args --cfg $c$h"; done
+    tr=""; [ "$r" = 1 ] && tr=--trace
+    timeout 200 "$out/gemm_dev" --m "$m" --n "$n" --k "$k" --samples 40 --check $args $tr > "$out/trace-$r-${sk//,/x}.log" 2>&1
+    echo "== run $r $sk rc=$?"
+    grep -E "^  (one|trace)|FAIL|wrong" "$out/trace-$r-${sk//,/x}.log" | sed -e 's/bf16->bf16 B\[N,K\] *//' -e "s/${c},KS=0//" | cut -c1-250
+  done
+done
+(cd "$out" && tar czf logs.tgz *.log && rm -f *.log gemm_dev)

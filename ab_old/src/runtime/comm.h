@@ -1,0 +1,78 @@
+/*
+ * comm.h — the communicator: who we are, the bootstrap link to the other ranks, the GPU, the
+ * symmetric heap and the runtime's own kernels.
+ */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include <cuda.h>
+#include <pthread.h>
+
+#include "../internal.h"
+#include "../ops/ops.h"
+#include "bootstrap.h"
+#include "heap.h"
+
+struct weft_module;
+
+struct weft_comm {
+  weft_bootstrap_t *bootstrap;
+  int rank, world, local_rank, local_world, node_first_rank;
+  int device_ordinal;
+  CUdevice device;
+  char device_name[96]; /* the GPU model (cuDeviceGetName): part of the autotuner's keys */
+  CUcontext context;        /* the device's primary context */
+  uint64_t timeout_ns;
+  /* Every pair of this node's GPUs has the same CUDA P2P performance rank (NVSwitch, or one
+   * link class everywhere); else the collectives' AUTO takes neighbour-only (ring) forms. The
+   * same on every rank: computed from the whole node's device list. */
+  int uniform_links;
+  /* WEFT_SHARE_GPUS=1: ranks beyond the GPU count share GPUs (tests on small machines). */
+  int share_gpus;
+
+  weft_heap_t heap;
+
+  /* Host-mapped pinned memory: the abort flag kernels poll, the error record they fill. */
+  volatile uint32_t *abort_host;
+  weft_device_error_t *error_host;
+  CUdeviceptr abort_dev, error_dev;
+  volatile int aborted;
+
+  weft_device_state_t state; /* what every loaded module's weft_state receives */
+
+  struct weft_module *runtime_module; /* kernels/runtime.cu: barrier, signal wait/add */
+  struct weft_kernel *k_barrier, *k_signal_wait, *k_signal_add;
+  weft_ops_t ops; /* the ops' kernels, scratch and streams (src/ops) */
+
+  pthread_mutex_t error_lock;
+  char last_error[1024];
+
+  /* The autotuner (src/jit/autotune.c): on for AUTO calls of the overlapped ops
+   * (weft_comm_set_autotune, WEFT_AUTOTUNE=1); the decisions so far. */
+  int autotune;
+  pthread_mutex_t tune_lock;
+  struct weft_tuned *tuned;
+  unsigned long tune_trials; /* decisions made by timing (the others came from disk) */
+};
+
+/* Sets comm->last_error (thread-safe); used by weft_error. */
+void weft_comm_set_last_error(weft_comm_t *comm, const char *text);
+
+/* Bounded wait (the communicator's timeout + 5 s; aborts end it) for everything queued on
+ * stream, reading no kernel's report (weft_stream_synchronize reads them); `what` names the wait
+ * in a timeout's message. */
+weft_status_t weft_stream_wait_idle(weft_comm_t *comm, CUstream stream, const char *what);
+
+/* Makes the communicator's context current on the calling thread. */
+weft_status_t weft_comm_make_current(weft_comm_t *comm);
+
+/* Non-NULL communicator that is not aborted, else INVALID_ARGUMENT / ABORTED. */
+weft_status_t weft_comm_check(weft_comm_t *comm);
+
+/* Local index of world rank `rank` on this node, or -1 when it is not on this node. */
+static inline int weft_comm_local_index(const weft_comm_t *comm, int rank) {
+  int l = rank - comm->node_first_rank;
+  return (l >= 0 && l < comm->local_world) ? l : -1;
+}
+
+#endif /* WEFT_COMM_H */

@@ -1,0 +1,335 @@
+/*
+ * test_gemm_configs.c — every specialisation of kernels/gemm.cu that weft_gemm's heuristic can
+ * choose compiles under NVRTC for sm_90a, and the heuristic's choices keep the kernel's rules:
+ * shapes from decode (m = 1) to the per-GPU shapes of DESIGN.md's tables at TP=4 and TP=8, odd
+ * m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and PCIe
+ * (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
+ * checks. Needs no GPU (the JIT cache is off, so every compile really runs). A ptxas warning
+ * (spills, local memory, serialised wgmma) fails a specialisation as an error would.
+ */
+// weft-test: timeout=1500
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/embedded.h"
+#include "jit/jit.h"
+#include "ops/gemm.h"
+
+#define MAX_SPECS 2048
+
+static struct spec {
+  char opts[WEFT_GEMM_MAX_OPTIONS][48];
+  int nopts;
+  char key[1024];
+  char example[96];
+  int failed;
+} specs[MAX_SPECS];
+static int nspecs, failures;
+static const char *gemm_source;
+
+static void fail(const char *what) {
+  failures++;
+  printf("FAIL %s\n", what);
+}
+
+static void add_one(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+  struct spec s;
+  memset(&s, 0, sizeof s);
+  const char *ptrs[WEFT_GEMM_MAX_OPTIONS];
+  s.nopts = weft_gemm_options(p, c, h, s.opts, ptrs);
+  size_t len = 0;
+  for (int i = 0; i < s.nopts; i++) len += (size_t)snprintf(s.key + len, sizeof s.key - len, "%s ", s.opts[i]);
+  for (int i = 0; i < nspecs; i++)
+    if (!strcmp(specs[i].key, s.key)) return;
+  if (nspecs == MAX_SPECS) {
+    fail("more specialisations than the test holds");
+    return;
+  }
+  snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p->m, p->n,
+           p->k, p->ldc, (int)p->in, (int)p->out, p->b_kmajor ? "NK" : "KN");
+  specs[nspecs++] = s;
+}
+
+/* A configuration's kernels: with a split tail, also the whole-tile one (the launch takes it
+ * where it splits none). */
+static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
+  add_one(p, c, h);
+  if (c->tail_splits > 1) {
+    weft_gemm_config_t whole = *c;
+    whole.tail_splits = 0;
+    add_one(p, &whole, h);
+  }
+}
+
+/* The heuristic's rules that a compile does not catch (the kernel's #errors catch the rest). */
+static void check_choice(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, int sms,
+                         size_t ws_floats, int ws_counters) {
+  char what[256];
+  snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d",
+           p->m, p->n, p->k, p->ldc, (int)p->out, sms, c->bm, c->bn, c->stages, c->cluster,
+           c->k_splits);
+  int tiles = ((p->m + c->bm - 1) / c->bm) * ((p->n + c->bn - 1) / c->bn);
+  if (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM) fail(what);
+  if (c->k_splits < 1 || (c->k_splits > 1 && !c->splitk)) fail(what);
+  if (c->k_splits > 1 && ((size_t)c->k_splits * tiles * c->bm * c->bn > ws_floats || tiles > ws_counters))
+    fail(what);
+  if (c->k_splits > (p->k + 63) / 64) fail(what);
+  /* C without 16-byte rows and row stride must take the direct store */
+  int os = p->out == WEFT_DTYPE_FP32 ? 4 : 2;
+  if ((p->ldc * os % 16 || p->n * os % 16) && !c->splitk) fail(what);
+  if (c->cluster != 1 && c->cluster != 2) fail(what);
+  /* the split tail is the TMA-store kernel's (large m), at most the launch's 4 splits */
+  if (c->tail_splits > 1 && (c->splitk || c->bm != 128 || c->tail_splits > 4)) fail(what);
+  /* the launch's split tail on every budget: one item per cluster at most, inside the workspace,
+   * 8 k-blocks a split at least, the tail tiles those of the last, partly filled wave */
+  for (int clusters = 1; clusters <= sms / c->cluster; clusters++) {
+    int splits, t = weft_gemm_tail(p, c, clusters, ws_floats, ws_counters, &splits);
+    long long work = (long long)(((p->m + c->bm - 1) / c->bm + c->cluster - 1) / c->cluster) *
+                     ((p->n + c->bn - 1) / c->bn);
+    if (t == 0 ? splits != 1
+               : splits < 2 || splits > c->tail_splits || (long long)t * splits > clusters ||
+                     t != work % clusters || (p->k + 63) / 64 / splits < 8 ||
+                     (size_t)t * c->cluster * splits * c->bm * c->bn > ws_floats ||
+                     t * c->cluster > ws_counters)
+      fail(what);
+  }
+  /* a cluster reduction: 2..8 splits, each owning at least one column group, no 2x1 cluster */
+  int wg_n = c->bm == 128 ? c->bn : c->bn / 2;
+  if (c->splitk_cluster && c->k_splits > 1 &&
+      (c->k_splits > 8 || c->k_splits > wg_n / 8 || c->cluster != 1 || !c->splitk))
+    fail(what);
+}
+
+static void *worker(void *arg) {
+  static int next;
+  for (;;) {
+    int i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    if (i >= nspecs) return arg;
+    struct spec *s = &specs[i];
+    /* ptxas reports spills and local memory as warnings too; any ptxas warning (wgmma
+     * serialised: C7510/C7511/C7515; setmaxnreg ignored: C7508) costs the kernel a lot */
+    const char *opts[WEFT_GEMM_MAX_OPTIONS + 2];
+    for (int j = 0; j < s->nopts; j++) opts[j] = s->opts[j];
+    opts[s->nopts] = "--ptxas-options=--warn-on-spills";
+    opts[s->nopts + 1] = "--ptxas-options=--warn-on-local-memory-usage";
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    uint64_t t0 = weft_now_ns();
+    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, s->nopts + 2,
+                                        &cubin, &size, &log);
+    double secs = (double)(weft_now_ns() - t0) * 1e-9;
+    if (st != WEFT_STATUS_SUCCESS) {
+      s->failed = 1;
+      printf("FAIL %s(e.g. %s): %s\n%s\n", s->key, s->example, weft_get_error_string(st),
+             log ? log : weft_get_last_error());
+    } else if (log && strstr(log, "warning")) { /* NVRTC's and ptxas' both */
+      s->failed = 1;
+      printf("FAIL %s(e.g. %s): ptxas warned:\n%s\n", s->key, s->example, log);
+    } else {
+      printf("ok   %s %5.1f s, %zu-byte cubin\n", s->key, secs, size);
+    }
+    fflush(stdout);
+    weft_jit_free(cubin);
+    weft_jit_free(log);
+  }
+}
+
+/* A configuration the kernel must refuse to compile (its reason in the log), rather than one
+ * that would fault on the GPU: a TMA-store warpgroup tile narrower than one output box. */
+static void check_refused(void) {
+  weft_gemm_problem_t p = {128, 12288, 4096, 4096, 4096, 12288,
+                           WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_config_t c = {.bm = 64, .bn = 96, .stages = 8, .cluster = 1, .epi_bufs = 1, .group = 8,
+                          .k_splits = 1};
+  char buf[WEFT_GEMM_MAX_OPTIONS][48];
+  const char *opts[WEFT_GEMM_MAX_OPTIONS];
+  int n = weft_gemm_options(&p, &c, NULL, buf, opts);
+  void *cubin = NULL;
+  char *log = NULL;
+  size_t size = 0;
+  weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, n, &cubin, &size, &log);
+  if (st == WEFT_STATUS_SUCCESS || !log || !strstr(log, "one output box wide"))
+    fail("BM=64 BN=96 (a 48-column warpgroup tile) compiled for the TMA-store epilogue");
+  else
+    printf("ok   refused BM=64 BN=96 with the TMA-store epilogue\n");
+  weft_jit_free(cubin);
+  weft_jit_free(log);
+}
+
+static void check_args(void) {
+  static char buf[64] __attribute__((aligned(16)));
+  const void *a = buf, *b = buf;
+  void *c = buf;
+  struct {
+    weft_gemm_problem_t p;
+    const void *a, *b;
+    void *c;
+    int ok;
+  } cases[] = {
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 1},
+      {{1, 3, 8, 8, 8, 3, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, 1}, a, b, c, 1},  /* odd n, ldc */
+      {{5, 5, 0, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, c, 1}, /* k = 0 */
+      {{0, 5, 8, 8, 8, 5, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, NULL, NULL, 1}, /* m = 0 */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_FP32, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* fp32 in */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_UINT8, 1}, a, b, c, 0},
+      {{64, 64, 60, 60, 60, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda % 8 */
+      {{64, 64, 60, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* k % 8 */
+      {{64, 60, 64, 64, 60, 60, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 0}, a, b, c, 0}, /* [k,n] ldb */
+      {{64, 64, 64, 32, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* lda < k */
+      {{64, 64, 64, 64, 64, 63, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0}, /* ldc < n */
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, buf + 2, b, c, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, buf + 8, 0},
+      {{64, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, NULL, b, c, 0},
+      {{-1, 64, 64, 64, 64, 64, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1}, a, b, c, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    weft_status_t st = weft_gemm_problem_check(NULL, &cases[i].p, cases[i].a, cases[i].b, cases[i].c);
+    int ok = st == WEFT_STATUS_SUCCESS;
+    if (ok != cases[i].ok || (!ok && st != WEFT_STATUS_INVALID_ARGUMENT)) {
+      char what[96];
+      snprintf(what, sizeof what, "argument case %zu: %s (%s)", i, weft_get_error_string(st),
+               weft_get_last_error());
+      fail(what);
+    } else if (!ok) {
+      printf("ok   rejected case %zu: %s\n", i, weft_get_last_error());
+    }
+  }
+}
+
+/* The peak memory bandwidths (GB/s) of the GPUs the heuristic is enumerated for */
+enum { GBPS_H100_SXM = 3352, GBPS_H200 = 4800, GBPS_H100_PCIE = 2039 };
+
+/* weft_gemm_config_choose on a 132-SM GPU of hbm_gbps with a communicator's workspace */
+static void choose_132(const weft_gemm_problem_t *p, int hbm_gbps, weft_gemm_config_t *c) {
+  weft_gemm_config_choose(p, 132, hbm_gbps, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
+                          WEFT_GEMM_WS_TILES_PER_SM * 132, c);
+}
+
+int main(void) {
+  setenv("WEFT_CACHE_DISABLE", "1", 1);
+  const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm.cu");
+  if (!f) {
+    printf("FAIL kernels/gemm.cu is not embedded\n");
+    return 1;
+  }
+  gemm_source = f->data;
+  check_args();
+  check_refused();
+
+  /* DESIGN.md's per-GPU shapes (TP=4, and the TP=8 halves) as (n, k) pairs, 8192^2, and odd ones */
+  static const int nk[][2] = {
+      {2752, 4096}, {3584, 4096}, {7168, 8192}, {13312, 16384}, {7392, 8192},   /* AG+GEMM TP=4 */
+      {4096, 2752}, {4096, 3584}, {8192, 7168}, {16384, 13312}, {8192, 7392},   /* GEMM+RS TP=4 */
+      {1376, 4096}, {1792, 4096}, {3584, 8192}, {6656, 16384}, {3696, 8192},    /* AG+GEMM TP=8 */
+      {4096, 1376}, {4096, 1792}, {8192, 3584}, {16384, 6656}, {8192, 3696},    /* GEMM+RS TP=8 */
+      {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
+  static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 300, 1000, 8192};
+  /* H100 SXM and H200 (132 SMs; their memory bandwidths, GB/s, move the decode tiles), H100 PCIe */
+  static const int sms_list[][2] = {{132, GBPS_H100_SXM}, {132, GBPS_H200}, {114, GBPS_H100_PCIE}};
+  static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
+  static unsigned char ll_area;
+  const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
+  int choices = 0;
+  for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
+    int sms = sms_list[si][0], hbm = sms_list[si][1];
+    size_t ws_floats = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
+    int ws_counters = WEFT_GEMM_WS_TILES_PER_SM * sms;
+    for (size_t i = 0; i < sizeof nk / sizeof nk[0]; i++)
+      for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++)
+        for (int in = 0; in < 2; in++)
+          for (size_t o = 0; o < 3; o++)
+            for (int kmaj = 0; kmaj < 2; kmaj++)
+              for (int odd_ldc = 0; odd_ldc < 2; odd_ldc++) {
+                int n = nk[i][0], k = nk[i][1];
+                if (!kmaj && n % 8) continue; /* contiguous [k, n] B needs n % 8 == 0 */
+                weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
+                                         in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj};
+                weft_gemm_config_t c;
+                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, &c);
+                check_choice(&p, &c, sms, ws_floats, ws_counters);
+                add(&p, &c, NULL);
+                /* GEMM + AllReduce's LL form where it takes the problem, also as the workspace
+                 * reduction that a cluster one may become */
+                weft_gemm_config_t d = c;
+                if (weft_gemm_config_ll(&p, &d)) {
+                  add(&p, &d, &ll_hook);
+                  d.splitk_cluster = 0;
+                  add(&p, &d, &ll_hook);
+                }
+                choices++;
+              }
+  }
+  /* the overlapped ops' hook variants on the large-M configuration */
+  weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  weft_gemm_config_t c;
+  choose_132(&p, GBPS_H100_SXM, &c);
+  static const uint64_t sig;
+  static uint64_t ctr;
+  static const int table;
+  weft_gemm_hooks_t hooks[] = {
+      {.wait_signals = &sig},
+      {.notify_counters = &ctr, .notify_sys = 1},
+      {.notify_counters = &ctr, .notify_sys = 1, .scatter_stride = 1ll << 36}, /* GEMM+RS fused */
+      {.notify_counters = &ctr},
+      {.wait_signals = &sig, .order_table = &table},
+      {.wait_signals = &sig, .a_own = &sig}, /* AG+GEMM's own rows from the caller's A */
+      /* GEMM+AR's own segment reduced in the epilogue */
+      {.notify_counters = &ctr, .notify_sys = 1, .ar_staging = (const char *)&table, .ar_flags = &ctr},
+      /* and by the storers' idle lanes (long k) */
+      {.notify_counters = &ctr, .notify_sys = 1, .ar_staging = (const char *)&table, .ar_flags = &ctr,
+       .ar_summers = 1},
+  };
+  for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&p, &c, &hooks[i]);
+  /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,
+   * 192 and 128), both input types */
+  static const int widths[] = {256, 240, 224, 208, 192, 176, 128};
+  for (int in = 0; in < 2; in++)
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+      weft_gemm_problem_t pw = p;
+      pw.in = pw.out = in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16;
+      weft_gemm_config_t cw = c;
+      if (cw.bn != widths[w] && !weft_gemm_config_width(&pw, widths[w], &cw)) {
+        fail("weft_gemm_config_width refused a large-m width");
+        continue;
+      }
+      for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&pw, &cw, &hooks[i]);
+    }
+  /* [k, n] B 192 wide (three B boxes between a cluster's two CTAs) with AG+GEMM's wait */
+  weft_gemm_problem_t pk = p;
+  pk.b_kmajor = 0, pk.ldb = pk.n;
+  weft_gemm_config_t ck = c;
+  if (!weft_gemm_config_width(&pk, 192, &ck))
+    fail("weft_gemm_config_width refused 192 columns of [k, n] B");
+  add(&pk, &ck, NULL);
+  add(&pk, &ck, &hooks[5]);
+  add(&pk, &ck, &hooks[6]);
+  /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
+  weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  choose_132(&pd, GBPS_H100_SXM, &c);
+  if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
+  add(&pd, &c, &hooks[0]);
+  /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
+   * 128x64 tiles in 2 splits where it is fast (H200) */
+  weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1};
+  for (int fast = 0; fast < 2; fast++) {
+    choose_132(&pm, fast ? GBPS_H200 : GBPS_H100_SXM, &c);
+    if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
+      fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
+  }
+
+  printf("%d choices, %d distinct specialisations\n", choices, nspecs);
+  fflush(stdout);
+  int jobs = getenv("WEFT_TEST_JOBS") ? atoi(getenv("WEFT_TEST_JOBS")) : 2;
+  if (jobs < 1) jobs = 1;
+  pthread_t th[16];
+  if (jobs > 16) jobs = 16;
+  for (int i = 0; i < jobs; i++) pthread_create(&th[i], NULL, worker, NULL);
+  for (int i = 0; i < jobs; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < nspecs; i++) failures += specs[i].failed;
+  printf("%d of %d specialisations compiled; %d failures\n", nspecs - (failures ? 0 : 0), nspecs,
+         failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,258 @@
+/* bench.c — shared weft-bench machinery (see bench.h). */
+#include "bench.h"
+
+#include <math.h>
+
+#include <string.h>
+#include <unistd.h>
+
+static size_t parse_size_or_die(const char *s) {
+  uint64_t v;
+  if (!weft_parse_size(s, &v)) {
+    fprintf(stderr, "weft-bench: bad size '%s'\n", s);
+    exit(2);
+  }
+  return (size_t)v;
+}
+
+void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
+  memset(b, 0, sizeof *b);
+  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL};
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] != '-' || !a[1] || a[2] || !v) {
+      fprintf(stderr, "weft-bench: bad option '%s' (options: -b -e -f -n -w -G -c -d -a -J)\n", a);
+      exit(2);
+    }
+    switch (a[1]) {
+    case 'b': b->opt.min_bytes = parse_size_or_die(v); break;
+    case 'e': b->opt.max_bytes = parse_size_or_die(v); break;
+    case 'f': b->opt.factor = atof(v); break;
+    case 'n': b->opt.iters = atoi(v); break;
+    case 'w': b->opt.warmup = atoi(v); break;
+    case 'G': b->opt.graph = atoi(v); break;
+    case 'c': b->opt.check = atoi(v); break;
+    case 'd': b->opt.dtype = v; break;
+    case 'a': b->opt.algo = v; break;
+    case 'J': b->opt.json = v; break;
+    default: fprintf(stderr, "weft-bench: unknown option '%s'\n", a); exit(2);
+    }
+    i++;
+  }
+  if (b->opt.factor <= 1.0 || b->opt.iters < 1 || b->opt.warmup < 0 ||
+      b->opt.min_bytes > b->opt.max_bytes) {
+    fprintf(stderr, "weft-bench: inconsistent options (-f > 1, -n >= 1, -b <= -e)\n");
+    exit(2);
+  }
+}
+
+void bench_init(bench_t *b, const char *suite) {
+  BENCH_CHECK(weft_comm_init(&b->comm, NULL));
+  b->rank = b->comm->rank;
+  b->world = b->comm->world;
+  BENCH_CU(cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+  int drv = 0;
+  weft_cu.cuDriverGetVersion(&drv);
+  /* Every rank's device line, gathered so that rank 0 prints them in order. */
+  typedef struct { char line[160]; } line_t;
+  line_t *lines = bench_calloc((size_t)b->world, sizeof *lines);
+  char name[96] = "?", bus[32] = "?", host[64] = "?";
+  weft_cu.cuDeviceGetName(name, sizeof name, b->comm->device);
+  weft_cu.cuDeviceGetPCIBusId(bus, sizeof bus, b->comm->device);
+  gethostname(host, sizeof host - 1);
+  snprintf(lines[b->rank].line, sizeof lines[0].line,
+           "#  rank %2d pid %7d on %s device %2d [%s] %s (%d SMs, %d GB/s)", b->rank, (int)getpid(),
+           host, b->comm->device_ordinal, bus, name, b->comm->ops.sms, b->comm->ops.hbm_gbps);
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
+  if (b->rank == 0) {
+    printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",
+           suite, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, weft_get_version(),
+           drv / 1000, drv % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+    printf("# %d ranks; -n %d -w %d -G %d -c %d\n", b->world, b->opt.iters, b->opt.warmup, b->opt.graph,
+           b->opt.check);
+    for (int r = 0; r < b->world; r++) printf("%s\n", lines[r].line);
+    if (b->opt.json) {
+      b->json = fopen(b->opt.json, "w");
+      if (!b->json) {
+        perror(b->opt.json);
+        exit(1);
+      }
+      fprintf(b->json, "{\"suite\": \"%s\", \"ranks\": %d, \"rows\": [\n", suite, b->world);
+    }
+  }
+  free(lines);
+}
+
+void bench_finish(bench_t *b) {
+  if (b->json) {
+    fprintf(b->json, "\n]}\n");
+    fclose(b->json);
+  }
+  int wrong = b->wrong;
+  int *all = bench_calloc((size_t)b->world, sizeof *all);
+  all[b->rank] = wrong;
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  int total = 0;
+  for (int r = 0; r < b->world; r++) total += all[r];
+  free(all);
+  if (b->rank == 0) printf("# Out of bounds values : %d %s\n", total, total ? "FAILED" : "OK");
+  weft_cu.cuStreamDestroy(b->stream);
+  BENCH_CHECK(weft_comm_destroy(b->comm));
+  exit(total ? 1 : 0);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double bench_max_across_ranks(bench_t *b, double v) {
+  double *all = bench_calloc((size_t)b->world, sizeof *all);
+  all[b->rank] = v;
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  double m = all[0];
+  for (int r = 1; r < b->world; r++) m = all[r] > m ? all[r] : m;
+  free(all);
+  return m;
+}
+
+void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
+                    const double *values) {
+  if (!b->json) return;
+  fprintf(b->json, "%s  {\"suite\": \"%s\", \"name\": \"%s\"", b->json_rows++ ? ",\n" : "", suite,
+          name);
+  /* whole numbers (sizes, counts) exactly; measurements to 6 significant digits */
+  for (int i = 0; i < nkv; i++) {
+    double v = values[i];
+    int whole = isfinite(v) && fabs(v) < 9e15 && v == floor(v);
+    fprintf(b->json, whole ? ", \"%s\": %.0f" : ", \"%s\": %.6g", keys[i], v);
+  }
+  fprintf(b->json, "}");
+}
+
+int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v) {
+  if (!strcmp(opt, "-s")) {
+    if (o->nshapes >= BENCH_MAX_SHAPES) return -1;
+    int *sh = o->shapes[o->nshapes];
+    if (sscanf(v, "%d,%d,%d", &sh[0], &sh[1], &sh[2]) != 3) return -1;
+    o->nshapes++;
+  } else if (!strcmp(opt, "-l")) {
+    if (strcmp(v, "nk") && strcmp(v, "kn")) return -1;
+    o->kmajor = !strcmp(v, "nk");
+  } else if (!strcmp(opt, "-d")) {
+    o->dtype = v;
+  } else if (!strcmp(opt, "-n")) {
+    o->iters = atoi(v);
+  } else if (!strcmp(opt, "-w")) {
+    o->warmup = atoi(v);
+  } else if (!strcmp(opt, "-G")) {
+    o->graph = atoi(v);
+  } else if (!strcmp(opt, "-J")) {
+    o->json = v;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+int bench_mm_check(const bench_mm_opts_t *o) {
+  return o->iters >= 1 && o->warmup >= 0 && (!strcmp(o->dtype, "bf16") || !strcmp(o->dtype, "fp16"));
+}
+
+void *bench_calloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) {
+    fprintf(stderr, "weft-bench: out of host memory (%zu x %zu bytes)\n", count, size);
+    exit(1);
+  }
+  return p;
+}
+
+void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int barrier, double *us) {
+  int n = b->opt.iters;
+  double **t = bench_calloc((size_t)nruns, sizeof *t);
+  for (int r = 0; r < nruns; r++) t[r] = bench_calloc((size_t)n, sizeof(double));
+  CUevent e0, e1;
+  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CUgraphExec *graph = b->opt.graph ? bench_calloc((size_t)nruns, sizeof *graph) : NULL;
+  for (int r = 0; graph && r < nruns; r++) {
+    CUgraph g;
+    BENCH_CU(cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
+    BENCH_CU(cuStreamEndCapture(b->stream, &g));
+    BENCH_CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
+    BENCH_CU(cuGraphDestroy(g));
+  }
+  int *order = bench_calloc((size_t)nruns, sizeof *order);
+  unsigned long long rng = 0x2545F4914F6CDD1Dull;
+  for (int i = -b->opt.warmup; i < n; i++) {
+    /* a fresh random order every sample (Fisher-Yates on a fixed-seed xorshift) */
+    for (int j = 0; j < nruns; j++) order[j] = j;
+    for (int j = nruns - 1; j > 0; j--) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      int k = (int)(rng % (unsigned long long)(j + 1)), tmp = order[j];
+      order[j] = order[k], order[k] = tmp;
+    }
+    for (int j = 0; j < nruns; j++) {
+      int r = order[j];
+      if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
+      BENCH_CU(cuEventRecord(e0, b->stream));
+      if (graph)
+        BENCH_CU(cuGraphLaunch(graph[r], b->stream));
+      else
+        for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
+      BENCH_CU(cuEventRecord(e1, b->stream));
+      /* bounded, and a GPU wait that timed out is reported by name */
+      BENCH_CHECK(weft_stream_synchronize(b->comm, (weft_stream_t)b->stream));
+      float ms;
+      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
+      if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
+    }
+  }
+  free(order);
+  for (int r = 0; r < nruns; r++) {
+    us[r] = bench_max_across_ranks(b, bench_median(t[r], n));
+    free(t[r]);
+  }
+  free(t);
+  for (int r = 0; graph && r < nruns; r++) BENCH_CU(cuGraphExecDestroy(graph[r]));
+  free(graph);
+  BENCH_CU(cuEventDestroy(e0));
+  BENCH_CU(cuEventDestroy(e1));
+}
+
+const char *bench_data_src =
+    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
+    "                                 unsigned long long seed) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
+    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
+    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
+    "    unsigned short h;\n"
+    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
+    "    p[i] = h;\n"
+    "  }\n"
+    "}\n"
+    /* acc: [0] sum (x - y)^2, [1] sum y^2, [2] non-finite x; 16-bit outputs (bf16 or fp16) */
+    "__device__ double h2d(unsigned short h, int fp16) {\n"
+    "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "}\n"
+    "extern \"C\" __global__ void diff(const unsigned short *x, const unsigned short *y,\n"
+    "                                 unsigned long long n, int fp16, double *acc) {\n"
+    "  double e = 0, r = 0, bad = 0;\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+    "    double a = h2d(x[i], fp16), b = h2d(y[i], fp16);\n"
+    "    if (!(a == a) || a - a != 0) { bad += 1; continue; }\n"
+    "    e += (a - b) * (a - b); r += b * b;\n"
+    "  }\n"
+    "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r); atomicAdd(&acc[2], bad);\n"
+    "}\n";

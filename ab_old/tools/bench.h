@@ -1,0 +1,176 @@
+/*
+ * bench.h — what every weft-bench suite shares: nccl-tests style options (-b -e -f -n -w -c -d -a
+ * -J), the header (versions, each rank's device), timing with CUDA events, results gathered to
+ * rank 0, and the JSON file. Tools exit on error; the library never does.
+ */
+#ifndef WEFT_BENCH_H
+#define WEFT_BENCH_H
+
+#include <cuda.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/comm.h"
+#include "runtime/loader.h"
+
+typedef struct bench_opts {
+  size_t min_bytes, max_bytes;
+  double factor;     /* -f: size multiplier */
+  int iters, warmup; /* -n, -w */
+  int graph;         /* -G 1: each sample is one CUDA graph of the batch (launch costs out) */
+  int check;         /* -c: checked iterations */
+  const char *dtype; /* -d */
+  const char *algo;  /* -a */
+  const char *json;  /* -J */
+} bench_opts_t;
+
+typedef struct bench {
+  weft_comm_t *comm;
+  int rank, world;
+  CUstream stream;
+  bench_opts_t opt;
+  FILE *json;
+  int json_rows;
+  int wrong; /* total wrong values seen */
+} bench_t;
+
+/* Exit with a message naming the failed call (tools only). */
+#define BENCH_CHECK(call)                                                                 \
+  do {                                                                                    \
+    weft_status_t st_ = (call);                                                           \
+    if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
+      weft_report_failure("weft-bench", #call, st_);                                      \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+#define BENCH_CU(call)                                                                    \
+  do {                                                                                    \
+    CUresult r_ = weft_cu.call;                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                             \
+      const char *n_ = "?";                                                               \
+      weft_cu.cuGetErrorName(r_, &n_);                                                    \
+      fprintf(stderr, "weft-bench: %s failed: %s\n", #call, n_);                          \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* The same for a cuBLAS call (suites that include cublas_v2.h). */
+#define CUBLAS_CHECK(call)                                                                \
+  do {                                                                                    \
+    cublasStatus_t r_ = (call);                                                           \
+    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+#ifdef CUBLAS_V2_H_
+/* The baseline's cuBLAS handle on the bench's stream, with the workspace that cuBLAS's
+ * documentation recommends for Hopper and that PyTorch gives it there: 32 MiB (cublasSetWorkspace;
+ * WEFT_BENCH_CUBLAS_WORKSPACE_MIB overrides it, 0 leaves cuBLAS's own), so that the baseline is
+ * configured as users' is. (On an H200 at DESIGN.md's shapes the two ran the same, 2026-11-26:
+ * bench/results/2026-11-26-gemm-kn-h200x4.md.) *ws: the workspace (0 if none), for cuMemFree
+ * after cublasDestroy. */
+static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdeviceptr *ws) {
+  const char *e = getenv("WEFT_BENCH_CUBLAS_WORKSPACE_MIB");
+  size_t mib = e ? (size_t)strtoul(e, NULL, 10) : 32;
+  CUBLAS_CHECK(cublasCreate(h));
+  CUBLAS_CHECK(cublasSetStream(*h, (cudaStream_t)b->stream));
+  *ws = 0;
+  if (mib) {
+    BENCH_CU(cuMemAlloc(ws, mib << 20));
+    CUBLAS_CHECK(cublasSetWorkspace(*h, (void *)(uintptr_t)*ws, mib << 20));
+    if (b->rank == 0) printf("# cuBLAS workspace %zu MiB\n", mib);
+  } else if (b->rank == 0) {
+    printf("# cuBLAS workspace: cuBLAS's own\n");
+  }
+}
+#endif
+
+/* Parses the common options from argv (after the suite name); unknown options are an error. */
+void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max);
+/* Initialises the communicator and stream and prints the header on rank 0. */
+void bench_init(bench_t *b, const char *suite);
+void bench_finish(bench_t *b);
+
+/* Median of n doubles (sorts in place). */
+double bench_median(double *v, int n);
+/* The largest value across ranks (the slowest rank sets the step time). */
+double bench_max_across_ranks(bench_t *b, double v);
+
+/* One call of run `which` of a suite, on b->stream. */
+typedef void (*bench_call_fn)(struct bench *b, void *ctx, int which);
+/* Times nruns runs interleaved (sample i of every run before sample i + 1 of any), each sample in
+ * a fresh random order: in a fixed order the same kernel measured 1-2% apart in two places (H100),
+ * and with the order rotated every sample each run still followed the same run: on a long GEMM
+ * the same kernel measured 2.7-3.7% apart as the run after cuBLAS and as a later one, 0.2-1.0%
+ * in random order (H200, 8192x6656x16384, dev/gemm/NOTES.md). -w warm-up
+ * then -n samples each, a sample being BENCH_BATCH calls back to back between two events
+ * (nccl-tests' way; with -G 1 the batch is captured once per run as a CUDA graph and each
+ * sample launches it), after a host barrier of the ranks when `barrier`. us[r]: the median in
+ * microseconds per call, the largest across ranks. */
+#define BENCH_BATCH 10
+void bench_time_runs(struct bench *b, int nruns, bench_call_fn call, void *ctx, int barrier,
+                     double *us);
+
+/* One JSON row: {"suite":..., "name":..., key/value pairs...}; values are doubles. */
+void bench_json_row(bench_t *b, const char *suite, const char *name, int nkv, const char **keys,
+                    const double *values);
+
+/* The options of the matrix suites (gemm, ag_gemm, gemm_rs, gemm_ar). */
+#define BENCH_MAX_SHAPES 128
+typedef struct bench_mm_opts {
+  int shapes[BENCH_MAX_SHAPES][3], nshapes; /* -s M,N,K (repeatable) */
+  int kmajor;                               /* -l nk (1) | kn (0) */
+  const char *dtype;                        /* -d bf16 | fp16 */
+  int iters, warmup;                        /* -n, -w */
+  int graph;                                /* -G */
+  const char *json;                         /* -J */
+} bench_mm_opts_t;
+/* Applies option opt with value v: 1 when it is one of the above, 0 when it is not, -1 for a bad
+ * value. bench_mm_check: 0 when the options together are inconsistent. */
+int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v);
+int bench_mm_check(const bench_mm_opts_t *o);
+
+/* Kernels for the benchmarks' data (compile with weft_module_load): fill(p, n, fp16, seed) draws
+ * n uniform values in [-1, 1) rounded to bf16 or fp16; diff(x, y, n, fp16, acc) adds
+ * sum (x - y)^2, sum y^2 and the count of non-finite x to acc[0..2] (16-bit x and y). */
+extern const char *bench_data_src;
+
+/* ---- collectives beside NCCL (bench_collectives.c) ---------------------------------------- */
+
+#define NCCL_CHECK(call)                                                                  \
+  do {                                                                                    \
+    ncclResult_t r_ = (call);                                                             \
+    if (r_ != ncclSuccess) {                                                              \
+      fprintf(stderr, "weft-bench: %s failed: %s\n", #call, ncclGetErrorString(r_));      \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* NCCL over the same ranks (its NVLink multicast off, DESIGN.md Safety). */
+ncclComm_t bench_nccl_init(bench_t *b);
+/* -a: auto, ce, sm, ll, two_shot, ring, seq (overlapped ops: sequential). */
+weft_algo_t bench_parse_algo(const char *name);
+/* -d: the weft and NCCL types of a dtype name (uint8, int32, fp16, bf16, fp32, fp64). */
+void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt);
+/* calloc, or exit with a message (the benchmarks' host arrays). */
+void *bench_calloc(size_t count, size_t size);
+/* n pseudo-random bytes from seed (every byte varies, none is always zero). */
+void bench_fill(void *h, size_t n, unsigned seed);
+
+/* bench_time_runs of weft (which = 0) and NCCL (which = 1) with barriers. */
+void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl);
+/* The checked calls of a size: once everything so far is done (the inputs' uploads and the
+ * outputs' poisoning) and every rank is there, one call of each, synchronised. */
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx);
+/* The table of a collective suite: header, then one row per size (times from bench_time_pair,
+ * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
+ * go to the JSON file too and wrong values to the exit status. */
+void bench_coll_header(bench_t *b, const char *suite);
+void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
+                    double us_weft, double us_nccl, double bus_factor, int wrong_weft,
+                    int wrong_nccl);
+
+#endif

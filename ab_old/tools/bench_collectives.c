@@ -1,0 +1,456 @@
+/*
+ * bench_collectives.c — the machinery every collective suite shares (NCCL beside weft in the same
+ * process and run, nccl-tests columns: see bench.h), and the suites `weft-bench allgather`,
+ * `reduce_scatter`, `allreduce`, `alltoall` and `alltoallv`. For every size both ops are checked once on fresh data
+ * (outputs poisoned first), then timed interleaved. Sizes are totals (the gathered array, the
+ * reduced array, the scattered sendbuf), as nccl-tests prints them.
+ */
+#include <string.h>
+
+#include <nccl.h>
+
+#include "bench.h"
+
+/* ---- shared by the collective suites (bench.h) --------------------------------------------- */
+
+ncclComm_t bench_nccl_init(bench_t *b) {
+  /* NCCL creates NVLink multicast objects unless told not to (DESIGN.md, Safety). */
+  const char *mc = getenv("WEFT_ENABLE_MULTICAST");
+  if (!mc || strcmp(mc, "1")) setenv("NCCL_NVLS_ENABLE", "0", 1);
+  ncclUniqueId *ids = bench_calloc((size_t)b->world, sizeof *ids);
+  if (b->rank == 0) NCCL_CHECK(ncclGetUniqueId(&ids[0]));
+  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, ids, sizeof *ids));
+  ncclComm_t nc;
+  NCCL_CHECK(ncclCommInitRank(&nc, b->world, ids[0], b->rank));
+  free(ids);
+  return nc;
+}
+
+weft_algo_t bench_parse_algo(const char *a) {
+  static const struct {
+    const char *name;
+    weft_algo_t algo;
+  } algos[] = {{"auto", WEFT_ALGO_AUTO}, {"ce", WEFT_ALGO_COPY_ENGINE}, {"sm", WEFT_ALGO_SM},
+               {"ll", WEFT_ALGO_LL}, {"two_shot", WEFT_ALGO_TWO_SHOT},
+               {"ring", WEFT_ALGO_RING}, {"seq", WEFT_ALGO_SEQUENTIAL}};
+  if (!a) return WEFT_ALGO_AUTO;
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
+    if (!strcmp(a, algos[i].name)) return algos[i].algo;
+  fprintf(stderr, "weft-bench: unknown algorithm '%s' (-a takes", a);
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) fprintf(stderr, " %s", algos[i].name);
+  fprintf(stderr, ")\n");
+  exit(2);
+}
+
+void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt) {
+  static const struct {
+    const char *name;
+    weft_dtype_t w;
+    ncclDataType_t n;
+  } types[] = {{"uint8", WEFT_DTYPE_UINT8, ncclUint8}, {"int32", WEFT_DTYPE_INT32, ncclInt32},
+               {"fp16", WEFT_DTYPE_FP16, ncclFloat16}, {"bf16", WEFT_DTYPE_BF16, ncclBfloat16},
+               {"fp32", WEFT_DTYPE_FP32, ncclFloat32}, {"fp64", WEFT_DTYPE_FP64, ncclFloat64}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    if (!strcmp(name, types[i].name)) {
+      *wt = types[i].w;
+      *nt = types[i].n;
+      return;
+    }
+  fprintf(stderr, "weft-bench: unknown dtype '%s' (uint8 int32 fp16 bf16 fp32 fp64)\n", name);
+  exit(2);
+}
+
+void bench_fill(void *h, size_t n, unsigned seed) {
+  unsigned char *p = h;
+  unsigned long long x = 0x9e3779b97f4a7c15ull ^ ((unsigned long long)seed << 17);
+  for (size_t i = 0; i < n; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, p[i] = (unsigned char)(x >> 24);
+}
+
+void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl) {
+  double us[2];
+  bench_time_runs(b, 2, call, ctx, 1, us);
+  *us_weft = us[0], *us_nccl = us[1];
+}
+
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx) {
+  BENCH_CU(cuStreamSynchronize(NULL));
+  BENCH_CHECK(weft_comm_barrier(b->comm));
+  call(b, ctx, 0);
+  call(b, ctx, 1);
+  BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
+}
+
+void bench_coll_header(bench_t *b, const char *suite) {
+  if (b->rank == 0)
+    printf("#\n# %s, algorithm %s; size in bytes as nccl-tests prints it; times in us\n"
+           "#%12s %12s %6s | %9s %8s %8s %6s | %9s %8s %8s %6s | %7s\n",
+           suite, b->opt.algo ? b->opt.algo : "auto", "size", "count", "type", "weft", "algbw",
+           "busbw", "#wrong", "nccl", "algbw", "busbw", "#wrong", "speedup");
+}
+
+void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
+                    double us_w, double us_n, double bus_factor, int wrong_w, int wrong_n) {
+  b->wrong += wrong_w;
+  int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
+  if (b->rank) return;
+  double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
+  printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6d | %9.2f %8.2f %8.2f %6d | %7.2f\n", bytes, count,
+         type, us_w, aw, aw * bus_factor, ww, us_n, an, an * bus_factor, wn, us_n / us_w);
+  const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
+  double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w, ww};
+  bench_json_row(b, suite, b->opt.algo ? b->opt.algo : "auto", 7, k, v);
+}
+
+/* ---- allgather ------------------------------------------------------------------------------- */
+
+typedef struct ag_ctx {
+  ncclComm_t nc;
+  weft_algo_t algo;
+  void *wsend, *recv;
+  CUdeviceptr send, nrecv;
+  size_t per;
+} ag_ctx_t;
+
+static void ag_call(bench_t *b, void *ctx, int which) {
+  ag_ctx_t *x = ctx;
+  if (which == 0)
+    BENCH_CHECK(weft_allgather(b->comm, x->wsend, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
+  else
+    NCCL_CHECK(ncclAllGather((void *)(uintptr_t)x->send, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
+                             x->nc, b->stream));
+}
+
+int main_allgather(int argc, char **argv) {
+  bench_t b;
+  bench_parse(&b, argc, argv, 8, 256 << 20);
+  bench_init(&b, "allgather");
+  ag_ctx_t x = {bench_nccl_init(&b), bench_parse_algo(b.opt.algo), NULL, NULL, 0, 0, 0};
+  size_t maxb = b.opt.max_bytes;
+  unsigned char *recv;
+  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&recv));
+  x.recv = recv;
+  BENCH_CU(cuMemAlloc(&x.send, maxb / b.world + 64));
+  BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
+  unsigned char *hsend = bench_calloc(1, maxb / b.world + 64), *hrecv = bench_calloc(1, maxb),
+                *want = bench_calloc(1, maxb);
+  bench_coll_header(&b, "allgather");
+  unsigned round = 0;
+  /* WEFT_BENCH_IN_PLACE=1: weft gathers in place (its send is its own slot of recv). */
+  int in_place = getenv("WEFT_BENCH_IN_PLACE") && !strcmp(getenv("WEFT_BENCH_IN_PLACE"), "1");
+  for (size_t total = b.opt.min_bytes; total <= maxb; total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
+    size_t per = total / (size_t)b.world;
+    if (per == 0) continue;
+    size_t tot = per * (size_t)b.world;
+    x.per = per;
+    int wrong[2] = {0, 0};
+    /* check both once: fresh data, poisoned outputs */
+    for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
+    memcpy(hsend, want + (size_t)b.rank * per, per);
+    BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
+    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)recv, 0xEE, tot));
+    x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
+    if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
+    BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
+    bench_call_pair_once(&b, ag_call, &x);
+    BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
+    for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
+    BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
+    for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
+    round++;
+    double us_w, us_n;
+    bench_time_pair(&b, ag_call, &x, &us_w, &us_n);
+    bench_coll_row(&b, "allgather", tot, tot, "uint8", us_w, us_n, (double)(b.world - 1) / b.world,
+                   wrong[0], wrong[1]);
+  }
+  ncclCommDestroy(x.nc);
+  BENCH_CU(cuMemFree(x.send));
+  BENCH_CU(cuMemFree(x.nrecv));
+  BENCH_CHECK(weft_free(b.comm, recv));
+  free(hsend), free(hrecv), free(want);
+  bench_finish(&b);
+  return 0;
+}
+
+/* ---- reduce_scatter and allreduce ------------------------------------------------------------ */
+
+/* Inputs are small integers (-2 .. 2, from a hash of rank, element and round), so that every sum
+ * is exact in fp16, bf16 and fp32 whatever the order: both weft's and NCCL's outputs must equal
+ * the expected values bit for bit. Sizes are totals: the AllReduce array, the ReduceScatter
+ * sendbuf (world segments), as nccl-tests prints them. */
+
+static int red_val(int rank, size_t i, unsigned round) {
+  unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull ^
+                         (unsigned long long)(rank + 1) * 0xC2B2AE3D27D4EB4Full ^ round;
+  x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
+  return (int)(x % 5) - 2;
+}
+
+/* The bits of small integer v (|v| < 2048) as dtype. */
+static unsigned red_bits(int v, weft_dtype_t dt) {
+  float f = (float)v;
+  unsigned u;
+  memcpy(&u, &f, 4);
+  if (dt == WEFT_DTYPE_FP32) return u;
+  if (dt == WEFT_DTYPE_BF16) return u >> 16;
+  if (v == 0) return 0;
+  unsigned m = (unsigned)(v < 0 ? -v : v), e = 0;
+  while ((m >> e) > 1) e++;
+  return (v < 0 ? 0x8000u : 0) | (e + 15) << 10 | ((m << (10 - e)) & 0x3ffu);
+}
+
+static void red_put(void *h, size_t i, unsigned bits, size_t elem) {
+  if (elem == 4) ((unsigned *)h)[i] = bits;
+  else ((unsigned short *)h)[i] = (unsigned short)bits;
+}
+static unsigned red_get(const void *h, size_t i, size_t elem) {
+  return elem == 4 ? ((const unsigned *)h)[i] : ((const unsigned short *)h)[i];
+}
+
+typedef struct red_ctx {
+  ncclComm_t nc;
+  weft_algo_t algo;
+  weft_dtype_t wt;
+  ncclDataType_t nt;
+  int allreduce;
+  void *wsend, *wrecv;
+  CUdeviceptr nsend, nrecv;
+  size_t count; /* AllReduce: count; ReduceScatter: recvcount */
+} red_ctx_t;
+
+static void red_call(bench_t *b, void *ctx, int which) {
+  red_ctx_t *x = ctx;
+  void *ns = (void *)(uintptr_t)x->nsend, *nr = (void *)(uintptr_t)x->nrecv;
+  if (x->allreduce) {
+    if (which == 0)
+      BENCH_CHECK(weft_allreduce(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo, b->stream));
+    else
+      NCCL_CHECK(ncclAllReduce(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+  } else {
+    if (which == 0)
+      BENCH_CHECK(weft_reduce_scatter(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo,
+                                      b->stream));
+    else
+      NCCL_CHECK(ncclReduceScatter(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+  }
+}
+
+static int red_main(int argc, char **argv, int allreduce) {
+  const char *suite = allreduce ? "allreduce" : "reduce_scatter";
+  bench_t b;
+  bench_parse(&b, argc, argv, 8, 256 << 20);
+  bench_init(&b, suite);
+  red_ctx_t x;
+  memset(&x, 0, sizeof x);
+  x.nc = bench_nccl_init(&b);
+  x.algo = bench_parse_algo(b.opt.algo);
+  x.allreduce = allreduce;
+  bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
+  if (x.wt != WEFT_DTYPE_FP16 && x.wt != WEFT_DTYPE_BF16 && x.wt != WEFT_DTYPE_FP32) {
+    fprintf(stderr, "weft-bench %s: -d takes fp16, bf16 or fp32\n", suite);
+    exit(2);
+  }
+  size_t elem = weft_dtype_size(x.wt), maxb = b.opt.max_bytes, world = (size_t)b.world;
+  size_t out_max = allreduce ? maxb : maxb / world + 64;
+  /* weft: sendbuf symmetric; recvbuf symmetric for AllReduce, ordinary memory for ReduceScatter */
+  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wsend));
+  CUdeviceptr rs_recv = 0;
+  if (allreduce) {
+    BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
+  } else {
+    BENCH_CU(cuMemAlloc(&rs_recv, out_max));
+    x.wrecv = (void *)(uintptr_t)rs_recv;
+  }
+  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
+  BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
+  unsigned char *hsend = bench_calloc(1, maxb), *hout = bench_calloc(1, out_max);
+  bench_coll_header(&b, suite);
+  const char *tname = x.wt == WEFT_DTYPE_FP16 ? "fp16" : x.wt == WEFT_DTYPE_BF16 ? "bf16" : "fp32";
+  unsigned round = 0;
+  for (size_t total = b.opt.min_bytes; total <= maxb;
+       total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
+    size_t count = allreduce ? total / elem : total / (elem * world);
+    if (count == 0) continue;
+    size_t in = allreduce ? count : count * world, out = count, tot = in * elem;
+    if (x.algo == WEFT_ALGO_LL && out * elem > WEFT_ALLREDUCE_LL_MAX_BYTES(world)) break;
+    size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
+    x.count = count;
+    int wrong[2] = {0, 0};
+    /* check both once: fresh inputs, poisoned outputs */
+    for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
+    BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
+    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
+    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
+    BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
+    bench_call_pair_once(&b, red_call, &x);
+    for (int which = 0; which < 2; which++) {
+      BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
+      for (size_t i = 0; i < out; i++) {
+        int sum = 0;
+        for (int r = 0; r < b.world; r++) sum += red_val(r, first + i, round);
+        wrong[which] += red_get(hout, i, elem) != red_bits(sum, x.wt);
+      }
+    }
+    round++;
+    double us_w, us_n;
+    bench_time_pair(&b, red_call, &x, &us_w, &us_n);
+    double factor = allreduce ? 2.0 * (b.world - 1) / b.world : (double)(b.world - 1) / b.world;
+    bench_coll_row(&b, suite, tot, in, tname, us_w, us_n, factor, wrong[0], wrong[1]);
+  }
+  ncclCommDestroy(x.nc);
+  BENCH_CU(cuMemFree(x.nsend));
+  BENCH_CU(cuMemFree(x.nrecv));
+  if (rs_recv) {
+    BENCH_CU(cuMemFree(rs_recv));
+  } else {
+    BENCH_CHECK(weft_free(b.comm, x.wrecv));
+  }
+  BENCH_CHECK(weft_free(b.comm, x.wsend));
+  free(hsend), free(hout);
+  bench_finish(&b);
+  return 0;
+}
+
+int main_reduce_scatter(int argc, char **argv) { return red_main(argc, argv, 0); }
+int main_allreduce(int argc, char **argv) { return red_main(argc, argv, 1); }
+
+/* ---- alltoall and alltoallv ------------------------------------------------------------------ */
+
+/* Sizes are the bytes each rank sends (its whole sendbuf, own chunk included), as nccl-tests'
+ * alltoall prints them; busbw = algbw (n - 1) / n. NCCL's AllToAll is grouped ncclSend/ncclRecv,
+ * one pair per peer, at the same displacements. alltoallv: the per-pair counts of a size are a
+ * circulant matrix, C[q][p] = c[(p - q) mod world], with c drawn once per size (weights 0 to 4:
+ * zeros and 4:1 skews between pairs, as a MoE router makes them) and summing to the size, so that
+ * every rank sends and receives exactly the size while its pairs differ. */
+
+typedef struct a2a_ctx {
+  ncclComm_t nc;
+  weft_algo_t algo;
+  weft_dtype_t wt;
+  ncclDataType_t nt;
+  size_t elem;
+  int v;
+  void *wsend, *wrecv; /* weft: sendbuf (any memory), recvbuf (symmetric) */
+  CUdeviceptr nsend, nrecv;
+  size_t *scount, *sdispl, *rcount, *rdispl; /* [world], elements */
+} a2a_ctx_t;
+
+static void a2a_call(bench_t *b, void *ctx, int which) {
+  a2a_ctx_t *x = ctx;
+  if (which == 0) {
+    if (x->v)
+      BENCH_CHECK(weft_alltoallv(b->comm, x->wsend, x->scount, x->sdispl, x->wrecv, x->rcount, x->rdispl,
+                                 x->wt, x->algo, b->stream));
+    else
+      BENCH_CHECK(weft_alltoall(b->comm, x->wsend, x->wrecv, x->scount[0], x->wt, x->algo, b->stream));
+    return;
+  }
+  char *ns = (char *)(uintptr_t)x->nsend, *nr = (char *)(uintptr_t)x->nrecv;
+  NCCL_CHECK(ncclGroupStart());
+  for (int p = 0; p < b->world; p++) {
+    NCCL_CHECK(ncclSend(ns + x->sdispl[p] * x->elem, x->scount[p], x->nt, p, x->nc, b->stream));
+    NCCL_CHECK(ncclRecv(nr + x->rdispl[p] * x->elem, x->rcount[p], x->nt, p, x->nc, b->stream));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+/* The counts of one size, n elements per rank (a multiple of world for alltoall): alltoall
+ * n / world per pair; alltoallv the circulant matrix above. Displacements pack the chunks in rank
+ * order. */
+static void a2a_counts(a2a_ctx_t *x, int rank, int world, size_t n, unsigned round) {
+  unsigned long long *c = bench_calloc((size_t)world, sizeof *c),
+                     *w = bench_calloc((size_t)world, sizeof *w);
+  unsigned long long wsum = 0, acc = 0;
+  for (int j = 0; j < world; j++) {
+    unsigned long long h = (unsigned long long)(j + 1) * 0x9E3779B97F4A7C15ull ^ round * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 32;
+    w[j] = x->v ? h % 5 + (j == 0) : 1; /* c[0] > 0: the weights never all vanish */
+    wsum += w[j];
+  }
+  for (int j = 0; j < world; j++) { /* differences of rounded prefixes: they add up to n */
+    unsigned long long lo = n * acc / wsum;
+    acc += w[j];
+    c[j] = n * acc / wsum - lo;
+  }
+  size_t so = 0, ro = 0;
+  for (int p = 0; p < world; p++) {
+    x->scount[p] = c[((p - rank) % world + world) % world];
+    x->rcount[p] = c[((rank - p) % world + world) % world];
+    x->sdispl[p] = so, so += x->scount[p];
+    x->rdispl[p] = ro, ro += x->rcount[p];
+  }
+  free(c), free(w);
+}
+
+static int a2a_main(int argc, char **argv, int v) {
+  const char *suite = v ? "alltoallv" : "alltoall";
+  bench_t b;
+  bench_parse(&b, argc, argv, 8, 256 << 20);
+  bench_init(&b, suite);
+  size_t world = (size_t)b.world, maxb = b.opt.max_bytes;
+  a2a_ctx_t x, peer; /* this rank's calls; a peer's counts, to know what it sent here */
+  memset(&x, 0, sizeof x);
+  x.nc = bench_nccl_init(&b);
+  x.algo = bench_parse_algo(b.opt.algo);
+  x.v = v;
+  bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
+  x.elem = weft_dtype_size(x.wt);
+  size_t *arrays = bench_calloc(8 * world, sizeof *arrays);
+  x.scount = arrays, x.sdispl = arrays + world, x.rcount = arrays + 2 * world, x.rdispl = arrays + 3 * world;
+  peer = x;
+  peer.scount = arrays + 4 * world, peer.sdispl = arrays + 5 * world;
+  peer.rcount = arrays + 6 * world, peer.rdispl = arrays + 7 * world;
+  CUdeviceptr wsend;
+  BENCH_CU(cuMemAlloc(&wsend, maxb));
+  x.wsend = (void *)(uintptr_t)wsend;
+  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
+  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
+  BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
+  unsigned char *hsend = bench_calloc(1, maxb), *hpeer = bench_calloc(1, maxb),
+                *hout[2] = {bench_calloc(1, maxb), bench_calloc(1, maxb)};
+  bench_coll_header(&b, suite);
+  unsigned round = 0;
+  for (size_t total = b.opt.min_bytes; total <= maxb;
+       total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
+    size_t n = total / x.elem; /* elements this rank sends */
+    if (!v) n = n / world * world;
+    if (n == 0) continue;
+    size_t bytes = n * x.elem, largest = 0;
+    a2a_counts(&x, b.rank, b.world, n, round);
+    for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
+    if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
+    int wrong[2] = {0, 0};
+    /* check both once: fresh data, poisoned outputs */
+    bench_fill(hsend, bytes, (unsigned)(b.rank * 131 + round));
+    BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
+    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
+    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
+    BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
+    bench_call_pair_once(&b, a2a_call, &x);
+    BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
+    BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
+    for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
+      a2a_counts(&peer, q, b.world, n, round);
+      bench_fill(hpeer, bytes, (unsigned)(q * 131 + round));
+      const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
+      for (int which = 0; which < 2; which++)
+        for (size_t i = 0; i < x.rcount[q]; i++)
+          wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
+    }
+    round++;
+    double us_w, us_n;
+    bench_time_pair(&b, a2a_call, &x, &us_w, &us_n);
+    bench_coll_row(&b, suite, bytes, n, b.opt.dtype, us_w, us_n, (double)(b.world - 1) / b.world, wrong[0],
+                   wrong[1]);
+  }
+  ncclCommDestroy(x.nc);
+  BENCH_CU(cuMemFree(wsend));
+  BENCH_CU(cuMemFree(x.nsend));
+  BENCH_CU(cuMemFree(x.nrecv));
+  BENCH_CHECK(weft_free(b.comm, x.wrecv));
+  free(hsend), free(hpeer), free(hout[0]), free(hout[1]), free(arrays);
+  bench_finish(&b);
+  return 0;
+}
+
+int main_alltoall(int argc, char **argv) { return a2a_main(argc, argv, 0); }
+int main_alltoallv(int argc, char **argv) { return a2a_main(argc, argv, 1); }
