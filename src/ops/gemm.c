@@ -206,50 +206,66 @@ static long long k_splits_fit(long long ks, long long tiles, long long nkb, int 
 }
 
 /* The transposed product's configuration (swap_ab) for 128 < m <= GEMM_SWAP_MAX_M: 128-row
- * tiles along n and tiles of m's columns, at most 256 wide and each a multiple of 16. The count
- * of column tiles (the fewest that take m, or up to two more) and the k-splits are those whose
- * waves cost least, a wave costing the tile's width + 32 (the A rows it loads besides) and a
- * split 5% more for its partials' round trip: on 132 SMs 160 x 8192 (64 tiles) in 2 splits,
- * 160 x 5120 (40) in 3, 288 x 8192 in two column tiles of 144 (128 tiles), 288 x 5120 in three of
- * 96 (120 tiles) rather than two (80). Splits of 2, 4 or 8 reduce in a cluster where that
- * leaves 4 stages of the ring (the partials received take shared memory), else in the
- * workspace. */
+ * tiles along n and tiles of m's columns, each a multiple of 16 wide, from 80 to 256 (three of 64
+ * ran 160 x 5504 x 4096 1.17x slower than the 128-row tiles, H200). The count of column tiles
+ * (the fewest that take m, or up to two more) and the k-splits are those whose waves cost least,
+ * a wave costing the tile's width + 32 (the A rows it loads besides) and a split 5% more for its
+ * partials' round trip, with split tiles in one wave at most (288 x 3584 x 4096 in 3 splits over
+ * two waves: 1.30x) and splits through the workspace (3, 5-7) of 64 k-blocks at least (160 x
+ * 5504 x 4096 and 288 x 2752 x 4096 in 3 of 21: 1.04-1.17x; 160 x 5120 x 13312 in 3 of 69:
+ * 0.82x). On 132 SMs: 160 x 8192 (64 tiles) in 2 splits, 160 x 5120 (40) in 3, 288 x 8192 in two
+ * column tiles of 144 (128 tiles), 288 x 5120 in three of 96 (120 tiles) rather than two (80).
+ * Splits of 2, 4 or 8 reduce in a cluster where that leaves 4 stages of the ring (the partials
+ * received take shared memory), else in the workspace. */
 static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
                            int ws_counters, weft_gemm_config_t *c) {
   weft_gemm_problem_t t = weft_gemm_problem_swapped(p);
   long long tiles_m = (t.m + 127) / 128, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-  int fewest = (t.n + 255) / 256, bn = 0, ks = 1;
+  int fewest = (t.n + 255) / 256; /* 129-256 rows: 1 at 129 wide or more; 257-512: 2 */
   double best = 0;
+  weft_gemm_config_t s;
+  memset(&s, 0, sizeof s);
+  s.bm = 128, s.group = 8, s.epi_bufs = 2, s.cluster = 1, s.splitk = 1, s.swap_ab = 1;
   for (int cols = fewest; cols <= fewest + 2; cols++) {
-    int w = ((t.n + cols - 1) / cols + 15) / 16 * 16;
-    long long tiles = tiles_m * cols, kmax = k_splits_fit(8, tiles, nkb, 128, w, ws_floats, ws_counters);
-    if (w < 64) break;
-    for (long long s = 1; s <= kmax; s++) {
-      double cost = (double)((tiles * s + sms - 1) / sms) / (double)s * (w + 32) * (s > 1 ? 1.05 : 1.0);
-      if (bn == 0 || cost < best) best = cost, bn = w, ks = (int)s;
+    s.bn = ((t.n + cols - 1) / cols + 15) / 16 * 16;
+    if (s.bn < 80) break;
+    long long tiles = tiles_m * cols;
+    long long kmax = k_splits_fit(8, tiles, nkb, 128, s.bn, ws_floats, ws_counters);
+    for (long long ks = 1; ks <= kmax && (ks == 1 || tiles * ks <= sms); ks++) {
+      s.k_splits = (int)ks;
+      s.splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(&s) / 8;
+      for (;; s.splitk_cluster = 0) {
+        s.stages = WEFT_GEMM_MAX_STAGES;
+        config_fit(&t, &s);
+        if (!s.splitk_cluster || s.stages >= 4) break;
+      }
+      if (ks > 1 && !s.splitk_cluster && nkb / ks < 64) continue;
+      double cost = (double)((tiles * ks + sms - 1) / sms) / (double)ks * (s.bn + 32) *
+                    (ks > 1 ? 1.05 : 1.0);
+      if (best == 0 || cost < best) best = cost, *c = s;
     }
-  }
-  memset(c, 0, sizeof *c);
-  c->bm = 128, c->bn = bn, c->k_splits = ks;
-  c->group = 8, c->epi_bufs = 2, c->cluster = 1, c->splitk = 1, c->swap_ab = 1;
-  for (int clustered = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(c) / 8; clustered >= 0; clustered--) {
-    c->splitk_cluster = clustered;
-    c->stages = WEFT_GEMM_MAX_STAGES;
-    config_fit(&t, c);
-    if (c->stages >= 4) break;
   }
 }
 
-/* Whether the transposed product s runs p: its column tiles pad m by at least a sixth less than
- * 128-row tiles do (H200, each against the 128-row tiles in the same call, five (n, k) of
- * DESIGN.md's layers, dev/gemm/NOTES.md: m = 129-208, 288-320 and 416 0-29% faster with [n, k]
- * B, 3-27% with [k, n] B; with [n, k] B 224 and 448, an eighth less, -9% to +9%; 576, a tenth,
- * -6% to +20%; whole 128-row tiles up to 26% slower), and over two 128-row tile rows where
- * memory is slow for the SMs (fast_hbm 0): there the two rows are the memory's time, not the
- * padding's (H100, same calls: 288-416 rows 10-27% faster, 129-208 -8% to +8%). */
-static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s, int fast_hbm) {
+/* Whether the transposed product s runs p on `sms` SMs (H200 and H100, each against the 128-row
+ * tiles in the same call, dev/gemm/NOTES.md stop 36): its column tiles must pad m by at least a
+ * sixth less than 128-row tiles do (m = 129-208, 288-320 and 416 on the layers' large (n, k)
+ * 0-29% faster with either B; 224 and 448, an eighth less, -9% to +9%; 576, a tenth, -6% to
+ * +20%; whole 128-row tiles up to 26% slower). Below a quarter less (208, 320, 416 rows) the
+ * saving pays for splitting k only over 64 k-blocks a split at least (208 x 8192 x 3584 and
+ * 416 x 4096 x 1376-3584, 11-29 a split, 2-25% slower, where 160 and 288 rows gained 7-35% in the
+ * same splits; 58-128 a split 0.80-1.01x), and not for a wave under 85% full (416 x 6656 x
+ * 16384, 104 tiles: +5%). Where memory is slow for the SMs (fast_hbm 0: the H100) only past two
+ * 128-row tile rows, where the two rows are the memory's time, not the padding's (288-416 rows
+ * 10-27% faster, 129-208 -8% to +8%). */
+static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s, int sms,
+                      int fast_hbm) {
   int rows = (p->m + 127) / 128 * 128, width = (p->m + s->bn - 1) / s->bn * s->bn;
-  return 6 * (rows - width) >= rows && (fast_hbm || p->m > 256);
+  long long items = (long long)((p->n + 127) / 128) * ((p->m + s->bn - 1) / s->bn) * s->k_splits,
+            waves = (items + sms - 1) / sms, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
+  int quarter = 4 * (rows - width) >= rows;
+  return 6 * (rows - width) >= rows && (fast_hbm || p->m > 256) &&
+         (quarter || (s->k_splits > 1 ? nkb / s->k_splits >= 64 : 100 * items >= 85 * waves * sms));
 }
 
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little work
@@ -269,7 +285,7 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
                              int ws_counters, int hooked, weft_gemm_config_t *c) {
   if (!hooked && p->m > 128 && p->m <= GEMM_SWAP_MAX_M) {
     config_swapped(p, sms, ws_floats, ws_counters, c);
-    if (swap_takes(p, c, hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms)) return;
+    if (swap_takes(p, c, sms, hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms)) return;
   }
   memset(c, 0, sizeof *c);
   c->group = 8;

@@ -515,13 +515,12 @@ int main(int argc, char **argv) {
     /* the transposed product between decode and large m (past 256 rows, which both the H100 and
      * the H200 transpose), both layouts of B ([k, n] B: A's role taken by [k, n] B read
      * transposed): two column tiles of 144 in 2 clustered splits (288 x 4096), three of 96
-     * (288 x 5120), four of 80 in 2 splits or two of 160 (300 rows, n from 6000), two of 208
-     * (416); n off the 128-row tiles (odd with
+     * (288 x 5120), two of 160 (300 rows, n from 7680), two of 208 (416); n off the 128-row tiles (odd with
      * [n, k] B), padded strides, fp32 and fp16 C, fp16 inputs */
     static const int tm[] = {288, 288, 300, 416}, tn[] = {4096, 5120, 0, 8192};
     for (int kmaj = 0; kmaj < 2; kmaj++)
       for (int i = 0; i < 4; i++) {
-        int n = tn[i] ? tn[i] : 6000 + 8 * (int)(test_rand(&rng) % 60) + kmaj;
+        int n = tn[i] ? tn[i] : 7680 + 8 * (int)(test_rand(&rng) % 60) + kmaj;
         weft_gemm_problem_t p = problem(tm[i], n, 8 * (500 + (int)(test_rand(&rng) % 1500)),
                                         8 * (i & 1), 8 * kmaj, i % 3, i == 2 ? H : B, outs[i % 3],
                                         kmaj);
