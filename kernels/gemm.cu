@@ -111,8 +111,9 @@
  *                        M runs along C's columns and its N along C's rows, so fragment element
  *                        (row, col) is stored at C[col * ldc + row]. weft_gemm_launch swaps A and
  *                        B for it (swap_ab: the weights as A, [n, k] or, with A_KMAJOR=0,
- *                        [k, n]; the activations [m, k] as [N,K] B), so that a tile's width, which comes in steps of 16, covers
- *                        m rather than a 128-row tile padding it (128 < m <= 512)
+ *                        [k, n]; the activations [m, k] as [N,K] B), so that a tile's width,
+ *                        which comes in steps of 16, covers m where a 128-row tile would pad it
+ *                        (128 < m <= 512)
  *   WEFT_GEMM_A_KMAJOR   [1] 1: A is [M,K] row-major; 0 (with C_T, BM=128, no cluster): A is
  *                        [K,M] row-major (M contiguous), the transposed product's A when the
  *                        caller's B is [K,N]: two boxes of 64 (M) x 64 (K) a stage, read by

@@ -194,10 +194,13 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
   while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
 }
 
-/* ks splits of a tile's k bounded: at least 16 k-blocks a split, or 8 for two, and whole partial
- * tiles of every split within the communicator's workspace (tiles tiles of bm x bn). */
-static long long k_split_cap(long long nkb) { return nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1; }
+/* The most splits of nkb k-blocks: at least 16 k-blocks a split, or 8 for two. */
+static long long k_split_cap(long long nkb) {
+  return nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1;
+}
 
+/* ks splits of a tile's k within k_split_cap and with whole partial tiles of every split inside
+ * the communicator's workspace (tiles tiles of bm x bn). */
 static long long k_splits_fit(long long ks, long long tiles, long long nkb, int bm, int bn,
                               size_t ws_floats, int ws_counters) {
   if (ks > k_split_cap(nkb)) ks = k_split_cap(nkb);
