@@ -515,8 +515,8 @@ int main(int argc, char **argv) {
     /* the transposed product between decode and large m (past 256 rows, which both the H100 and
      * the H200 transpose), both layouts of B ([k, n] B: A's role taken by [k, n] B read
      * transposed): two column tiles of 144 in 2 clustered splits (288 x 4096), three of 96
-     * (288 x 5120), two of 160 (300 rows, n from 7680), two of 208 (416); n off the 128-row tiles (odd with
-     * [n, k] B), padded strides, fp32 and fp16 C, fp16 inputs */
+     * (288 x 5120), two of 160 (300 rows, n from 7680: off the 128-row tiles, odd with [n, k] B),
+     * two of 208 (416); padded strides, fp32 and fp16 C, fp16 inputs */
     static const int tm[] = {288, 288, 300, 416}, tn[] = {4096, 5120, 0, 8192};
     for (int kmaj = 0; kmaj < 2; kmaj++)
       for (int i = 0; i < 4; i++) {
