@@ -208,6 +208,14 @@ static long long k_splits_fit(long long ks, long long tiles, long long nkb, int 
   return ks < 1 ? 1 : ks;
 }
 
+/* About how many clusters of `size` CTAs the GPCs hold at once on `sms` SMs: pairs fill them,
+ * larger clusters leave some SMs of each GPC over (H200, cuOccupancyMaxActiveClusters of the
+ * transposed product's 4- and 8-CTA splits: 30 and 15 on 132 SMs). More tiles than that in one
+ * cluster each run the workspace reduction instead (gemm_resolve). */
+static long long clusters_fit(int sms, int size) {
+  return size <= 2 ? sms / size : (long long)sms * 10 / 11 / size;
+}
+
 /* The transposed product's configuration (swap_ab) for 128 < m <= GEMM_SWAP_MAX_M: 128-row
  * tiles along n and tiles of m's columns, each a multiple of 16 wide, from 80 to 256 (three of 64
  * ran 160 x 5504 x 4096 1.17x slower than the 128-row tiles, H200). The count of column tiles
@@ -219,7 +227,8 @@ static long long k_splits_fit(long long ks, long long tiles, long long nkb, int 
  * 0.82x). On 132 SMs: 160 x 8192 (64 tiles) in 2 splits, 160 x 5120 (40) in 3, 288 x 8192 in two
  * column tiles of 144 (128 tiles), 288 x 5120 in three of 96 (120 tiles) rather than two (80).
  * Splits of 2, 4 or 8 reduce in a cluster where that leaves 4 stages of the ring (the partials
- * received take shared memory), else in the workspace. */
+ * received take shared memory) and the clusters fit at once (clusters_fit), else in the
+ * workspace. */
 static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
                            int ws_counters, weft_gemm_config_t *c) {
   weft_gemm_problem_t t = weft_gemm_problem_swapped(p);
@@ -236,7 +245,8 @@ static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floa
     long long kmax = k_splits_fit(8, tiles, nkb, 128, s.bn, ws_floats, ws_counters);
     for (long long ks = 1; ks <= kmax && (ks == 1 || tiles * ks <= sms); ks++) {
       s.k_splits = (int)ks;
-      s.splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(&s) / 8;
+      s.splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(&s) / 8 &&
+                         tiles <= clusters_fit(sms, (int)ks);
       for (;; s.splitk_cluster = 0) {
         s.stages = WEFT_GEMM_MAX_STAGES;
         config_fit(&t, &s);
