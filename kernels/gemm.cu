@@ -207,7 +207,8 @@
  *  37  const weft_gemm_tmap_t tm_a_tail  as tm_a with a box of a_tail_rows rows: the last tile
  *                                       row's loads where M is no multiple of BM
  *  38  int a_tail_rows                  M % BM rounded up to 8 (whole swizzle atoms), if less
- *                                       than BM and A_ROWS = BM; else 0 (tm_a_tail unused)
+ *                                       than BM and A_ROWS = BM; else, and with A_KMAJOR=0 (whose
+ *                                       boxes run along M), 0 (tm_a_tail unused)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -642,10 +643,12 @@ __device__ __forceinline__ u32 weft_gemm_pack(float lo, float hi) {
   return r;
 }
 
-/* lo, hi into C at element `at` and at + 1 (hi only where `second`): one vector store where
- * `pair` (both inside C, and aligned: the row stride even), else element by element. */
-__device__ __forceinline__ void weft_gemm_store2(void *c, u64 at, int pair, int second, float lo,
+/* lo, hi into C (row stride ldc) at element `at` and at + 1 (hi only where `second`, at + 1 inside
+ * C): one vector store where both are and ldc is even (an even `at` then aligns the pair), else
+ * element by element. */
+__device__ __forceinline__ void weft_gemm_store2(void *c, u64 ldc, u64 at, int second, float lo,
                                                  float hi) {
+  const int pair = second && !(ldc & 1);
 #if WEFT_GEMM_OUT == 2
   float *o = (float *)c + at;
   if (pair) {
@@ -682,8 +685,7 @@ __device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64
     const float got = __shfl_xor_sync(0xffffffffu, odd ? s0 : s1, 4);
     const int r = row + 8 * h - odd, cr = col + odd; /* C[cr][r], C[cr][r + 1] */
     if (cr < N && r < M)
-      weft_gemm_store2(c, (u64)cr * ldc + r, r + 1 < M && !(ldc & 1), r + 1 < M, odd ? got : s0,
-                       odd ? s1 : got);
+      weft_gemm_store2(c, ldc, (u64)cr * ldc + r, r + 1 < M, odd ? got : s0, odd ? s1 : got);
   }
 }
 #else
@@ -698,8 +700,8 @@ __device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64
 #pragma unroll
   for (int h = 0; h < 2; h++)
     if (row + 8 * h < M)
-      weft_gemm_store2(c, (u64)(row + 8 * h) * ldc + col, col + 1 < N && !(ldc & 1), col + 1 < N,
-                       h ? f2 : f0, h ? f3 : f1);
+      weft_gemm_store2(c, ldc, (u64)(row + 8 * h) * ldc + col, col + 1 < N, h ? f2 : f0,
+                       h ? f3 : f1);
 }
 #endif
 

@@ -666,7 +666,7 @@ weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int tail_tiles, tail_ks;
   WEFT_CHECK(weft_comm_make_current(comm));
   weft_gemm_problem_t t;
-  if (cfg->swap_ab) t = weft_gemm_problem_swapped(p), p = &t;
+  p = weft_gemm_kernel_problem(p, cfg, &t);
   return gemm_resolve(comm, p, &cfg, hooks, &tmp, &g, &tail_tiles, &tail_ks);
 }
 
@@ -721,7 +721,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
       return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                       "gemm: the transposed product (swap_ab) takes the direct-store kernel "
                       "(splitk) on 128-row tiles and no hook but an SM budget");
-    swapped = weft_gemm_problem_swapped(p), p = &swapped;
+    p = weft_gemm_kernel_problem(p, cfg, &swapped);
     const void *t = a;
     a = b, b = t;
   }

@@ -107,6 +107,16 @@ static inline weft_gemm_problem_t weft_gemm_problem_swapped(const weft_gemm_prob
   return t;
 }
 
+/* The problem the kernel of configuration c runs for p: p, or with swap_ab its swapped problem,
+ * written into *tmp. */
+static inline const weft_gemm_problem_t *weft_gemm_kernel_problem(const weft_gemm_problem_t *p,
+                                                                 const weft_gemm_config_t *c,
+                                                                 weft_gemm_problem_t *tmp) {
+  if (!c->swap_ab) return p;
+  *tmp = weft_gemm_problem_swapped(p);
+  return tmp;
+}
+
 /* Split-K scratch of a communicator: whole partial tiles of the splits of one call. The chooser
  * never asks for more (weft_gemm_config_choose's ws_floats). */
 #define WEFT_GEMM_WS_TILES_PER_SM 2 /* 128 x 128 fp32 tiles per SM */

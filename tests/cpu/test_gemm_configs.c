@@ -36,7 +36,8 @@ static void fail(const char *what) {
 
 static void add_one(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c, const weft_gemm_hooks_t *h) {
   /* the transposed product's kernel runs the swapped problem (weft_gemm_launch) */
-  const weft_gemm_problem_t swapped = weft_gemm_problem_swapped(p0), *p = c->swap_ab ? &swapped : p0;
+  weft_gemm_problem_t swapped;
+  const weft_gemm_problem_t *p = weft_gemm_kernel_problem(p0, c, &swapped);
   struct spec s;
   memset(&s, 0, sizeof s);
   const char *ptrs[WEFT_GEMM_MAX_OPTIONS];
@@ -74,7 +75,8 @@ static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t
            c->k_splits, c->swap_ab);
   /* the transposed product: m past 128, the direct-store kernel on 128-row tiles of n and tiles
    * of m's columns that cover it (their width in steps of 16) */
-  const weft_gemm_problem_t swapped = weft_gemm_problem_swapped(p0), *p = c->swap_ab ? &swapped : p0;
+  weft_gemm_problem_t swapped;
+  const weft_gemm_problem_t *p = weft_gemm_kernel_problem(p0, c, &swapped);
   if (c->swap_ab && (p0->m <= 128 || !c->splitk || c->bm != 128 || c->bn % 16 ||
                      c->bn > 256 || c->cluster != 1 ||
                      (p0->m + c->bn - 1) / c->bn * c->bn - p0->m >= (p0->m + c->bn - 1) / c->bn * 16))
