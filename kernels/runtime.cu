@@ -1,7 +1,8 @@
 /*
  * kernels/runtime.cu — the runtime's own kernels behind the stream API (src/runtime/stream.c
  * launches each as one block): weft_stream_barrier, weft_stream_signal_wait,
- * weft_stream_signal_add / _set.
+ * weft_stream_signal_add / _set; and weft_rt_occupancy_probe, never launched, whose occupancy
+ * weft_ops_init asks (src/ops/ops.c, gpu_clusters).
  *
  * Ordering: the barrier is weft_barrier_all_block (every earlier access of every rank's stream is
  * visible to every later one); the wait acquires (ld.acquire.sys), so later work of the stream
@@ -27,3 +28,5 @@ extern "C" __global__ void weft_rt_signal_set(unsigned long long *sig, unsigned 
                                               int pe) {
   if (threadIdx.x == 0) weft_signal_op(sig, value, WEFT_SIGNAL_SET, pe);
 }
+
+extern "C" __global__ void weft_rt_occupancy_probe(void) {}

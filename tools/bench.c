@@ -55,15 +55,17 @@ void bench_init(bench_t *b, const char *suite) {
   int drv = 0;
   weft_cu.cuDriverGetVersion(&drv);
   /* Every rank's device line, gathered so that rank 0 prints them in order. */
-  typedef struct { char line[160]; } line_t;
+  typedef struct { char line[192]; } line_t;
   line_t *lines = bench_calloc((size_t)b->world, sizeof *lines);
   char name[96] = "?", bus[32] = "?", host[64] = "?";
   weft_cu.cuDeviceGetName(name, sizeof name, b->comm->device);
   weft_cu.cuDeviceGetPCIBusId(bus, sizeof bus, b->comm->device);
   gethostname(host, sizeof host - 1);
   snprintf(lines[b->rank].line, sizeof lines[0].line,
-           "#  rank %2d pid %7d on %s device %2d [%s] %s (%d SMs, %d GB/s)", b->rank, (int)getpid(),
-           host, b->comm->device_ordinal, bus, name, b->comm->ops.sms, b->comm->ops.hbm_gbps);
+           "#  rank %2d pid %7d on %s device %2d [%s] %s (%d SMs, %d GB/s, clusters of 2/4/8: %d/%d/%d)",
+           b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name, b->comm->ops.gpu.sms,
+           b->comm->ops.gpu.hbm_gbps, b->comm->ops.gpu.clusters[1], b->comm->ops.gpu.clusters[2],
+           b->comm->ops.gpu.clusters[3]);
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
   if (b->rank == 0) {
     printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",

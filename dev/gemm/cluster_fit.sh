@@ -2,7 +2,7 @@
 # One GPU call: the decode shapes whose chosen k-splits would reduce in more clusters than the GPU
 # holds at once (4 or 8 CTAs a cluster), each in its splits through the workspace (what such a
 # launch runs) and in half as many clustered splits; the co-resident cluster counts
-# (WEFT_DEBUG=TRACE's gemm lines). Graphs, cold inputs, REPS interleaved repetitions.
+# (WEFT_DEBUG=TRACE's gemm and gpu lines). Graphs, cold inputs, REPS interleaved repetitions.
 # Usage: bash dev/gemm/cluster_fit.sh; logs under $OUT, a short table last.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -24,6 +24,12 @@ groups=(
   "kn 64 0 64,128 2048,8192 8 4"
   "kn 128 0 128,64 2048,4096:2048,8192 4 2"
   "nk 128 0 128,64 2048,4096:2048,8192 4 2"
+  "nk 1 8 64,64 2048,6144:2048,10240 4 2"
+  "nk 64 0 64,64 2048,6144:2048,10240 4 2"
+  "kn 1 8 64,128 4096,8192:4096,10240:4096,14336 4 2"
+  "kn 64 0 64,128 4096,8192:4096,10240:4096,14336 4 2"
+  "kn 128 0 128,64 2048,6144:2048,10240 4 2"
+  "nk 128 0 128,64 2048,6144:2048,10240 4 2"
 )
 for rep in $(seq 1 "${REPS:-2}"); do
   i=0
@@ -37,7 +43,7 @@ for rep in $(seq 1 "${REPS:-2}"); do
     i=$((i + 1))
   done
 done
-grep -h "co-resident" "$out"/trace_*.log | sed 's/.*gemm BM/BM/' | sort -u > "$out/clusters.txt"
+grep -h "co-resident\|gpu: " "$out"/trace_*.log | sed 's/.*gemm BM/BM/; s/.*gpu: /gpu: /' | sort -u > "$out/clusters.txt"
 cat "$out/clusters.txt"
 echo "== layout M N K | cuBLAS heuristic ws-splits clustered-half (us), each rep"
 for f in "$out"/g*.r*.log; do

@@ -56,7 +56,7 @@ struct weft_tuned {
 /* The key with what else decides the winner: world size, GPU model and SM count, weft version. */
 static void full_key(weft_comm_t *comm, const char *key, char *out, size_t size) {
   snprintf(out, size, "%s world=%d gpu=%s sms=%d weft=%d.%d.%d", key, comm->world,
-           comm->device_name, comm->ops.sms, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
+           comm->device_name, comm->ops.gpu.sms, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
            WEFT_VERSION_PATCH);
 }
 

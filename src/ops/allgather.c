@@ -138,14 +138,14 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   }
   if (algo == WEFT_ALGO_SM) {
     unsigned slices, local;
-    weft_ops_ag_sm_grid(bytes, comm->local_world, o->sms, &slices, &local);
+    weft_ops_ag_sm_grid(bytes, comm->local_world, o->gpu.sms, &slices, &local);
     int own = (int)local;
     cfg.grid[0] = (unsigned)(comm->local_world - 1) * slices + local;
     void *args[] = {(void *)&send, &recv, &n, &own};
     return weft_kernel_launch(o->ag_sm, &cfg, args, stream);
   }
   /* LL: about AG_LL_LINES lines per thread, a power of two of blocks a peer */
-  unsigned max_slices = pow2_floor((unsigned long long)o->sms / (unsigned)comm->local_world);
+  unsigned max_slices = pow2_floor((unsigned long long)o->gpu.sms / (unsigned)comm->local_world);
   if (max_slices > AG_MAX_SLICES) max_slices = AG_MAX_SLICES;
   unsigned long long lines = (bytes + 7) / 8;
   cfg.block[0] = AG_THREADS_LL;

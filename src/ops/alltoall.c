@@ -95,7 +95,7 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
                (unsigned long long)plan->recv_bytes[p]);
   WEFT_CHECK(weft_comm_make_current(comm));
   weft_ops_t *o = &comm->ops;
-  int budget = o->sms > comm->local_world ? o->sms : comm->local_world;
+  int budget = o->gpu.sms > comm->local_world ? o->gpu.sms : comm->local_world;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   if (algo == WEFT_ALGO_LL) ll_below = UINT64_MAX;
   /* The grid stays within the SMs: blocks wait for their peers' LL lines, so a call with LL

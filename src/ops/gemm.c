@@ -23,6 +23,11 @@
 /* k-blocks from which 64 < m <= 128 takes 128-row tiles in 2 clustered splits over 64-row tiles
  * (weft_gemm_config_choose) */
 #define GEMM_MID_SPLIT_MIN_KB 172
+/* k-blocks a split of a 64-column decode tile takes at least to run through the workspace where
+ * its clustered splits would not fit at once, with memory fast for the SMs and slow
+ * (weft_gemm_config_choose) */
+#define GEMM_WS_SPLIT_MIN_KB_FAST 24
+#define GEMM_WS_SPLIT_MIN_KB_SLOW 40
 /* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
  * counter, the last split's reads: 8-9 us on H100) costs about 11 k-blocks of a 256-column tile,
  * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
@@ -208,14 +213,6 @@ static long long k_splits_fit(long long ks, long long tiles, long long nkb, int 
   return ks < 1 ? 1 : ks;
 }
 
-/* About how many clusters of `size` CTAs the GPCs hold at once on `sms` SMs: pairs fill them,
- * larger clusters leave some SMs of each GPC over (H200, cuOccupancyMaxActiveClusters of the
- * transposed product's 4- and 8-CTA splits: 30 and 15 on 132 SMs). More tiles than that in one
- * cluster each run the workspace reduction instead (gemm_resolve). */
-static long long clusters_fit(int sms, int size) {
-  return size <= 2 ? sms / size : (long long)sms * 10 / 11 / size;
-}
-
 /* The transposed product's configuration (swap_ab) for 128 < m <= GEMM_SWAP_MAX_M: 128-row
  * tiles along n and tiles of m's columns, each a multiple of 16 wide, from 80 to 256 (three of 64
  * ran 160 x 5504 x 4096 1.17x slower than the 128-row tiles, H200). The count of column tiles
@@ -227,11 +224,12 @@ static long long clusters_fit(int sms, int size) {
  * 0.82x). On 132 SMs: 160 x 8192 (64 tiles) in 2 splits, 160 x 5120 (40) in 3, 288 x 8192 in two
  * column tiles of 144 (128 tiles), 288 x 5120 in three of 96 (120 tiles) rather than two (80).
  * Splits of 2, 4 or 8 reduce in a cluster where that leaves 4 stages of the ring (the partials
- * received take shared memory) and the clusters fit at once (clusters_fit), else in the
- * workspace. */
-static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floats,
-                           int ws_counters, weft_gemm_config_t *c) {
+ * received take shared memory) and the clusters fit at once (weft_ops_gpu_t.clusters; more
+ * would run the workspace reduction at launch), else in the workspace. */
+static void config_swapped(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                           size_t ws_floats, int ws_counters, weft_gemm_config_t *c) {
   weft_gemm_problem_t t = weft_gemm_problem_swapped(p);
+  int sms = gpu->sms;
   long long tiles_m = (t.m + 127) / 128, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
   int fewest = (t.n + 255) / 256; /* 129-256 rows: 1 at 129 wide or more; 257-512: 2 */
   double best = 0;
@@ -246,7 +244,7 @@ static void config_swapped(const weft_gemm_problem_t *p, int sms, size_t ws_floa
     for (long long ks = 1; ks <= kmax && (ks == 1 || tiles * ks <= sms); ks++) {
       s.k_splits = (int)ks;
       s.splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= wg_n(&s) / 8 &&
-                         tiles <= clusters_fit(sms, (int)ks);
+                         tiles <= weft_ops_gpu_clusters(gpu, (int)ks);
       for (;; s.splitk_cluster = 0) {
         s.stages = WEFT_GEMM_MAX_STAGES;
         config_fit(&t, &s);
@@ -294,11 +292,12 @@ static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s,
  * (none for an odd count of tile rows), 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the
  * large shapes of DESIGN.md). Between them, 128 < m <= 512 without hooks: the transposed
  * product where its column tiles pad m less (config_swapped, swap_takes). */
-void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, int hooked, weft_gemm_config_t *c) {
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                             size_t ws_floats, int ws_counters, int hooked, weft_gemm_config_t *c) {
+  int sms = gpu->sms, fast_hbm = gpu->hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms;
   if (!hooked && p->m > 128 && p->m <= GEMM_SWAP_MAX_M) {
-    config_swapped(p, sms, ws_floats, ws_counters, c);
-    if (swap_takes(p, c, sms, hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms)) return;
+    config_swapped(p, gpu, ws_floats, ws_counters, c);
+    if (swap_takes(p, c, sms, fast_hbm)) return;
   }
   memset(c, 0, sizeof *c);
   c->group = 8;
@@ -336,7 +335,6 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
      * against 8.3 us, 128x4096x1792 8.9 against 9.3), not where it is fast (H200, 36 GB/s an SM,
      * graphs, cold, same runs, six runs, 2026-11-26: 128x64 in 2 splits 2-6% ahead on both). */
     long long col64 = (p->n + 63) / 64, nkb = (p->k + GEMM_BK - 1) / GEMM_BK;
-    int fast_hbm = hbm_gbps >= GEMM_FAST_HBM_GBPS_PER_SM * sms;
     if (p->m > 64 &&
         (col64 * 5 < 2LL * sms || (col64 * 2 <= sms && (nkb > 28 || !p->b_kmajor || fast_hbm))))
       c->bm = 128, c->bn = 64;
@@ -375,8 +373,23 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps
       long long up = ks > 4 ? 8 : 4;
       ks = up <= cluster_max && up * tiles <= sms && up <= kcap ? up : up / 2;
     }
+    /* Where the GPCs hold fewer such clusters than tiles (H100 and H200: 30 of 4 CTAs, 15 of 8,
+     * so 32 tiles in 4 splits or 16 in 8 at n = 2048-4096), the splits would run through the
+     * workspace at launch: half as many in clusters instead, except 64-column tiles over long
+     * splits, where twice the CTAs stream B faster than the workspace's round trip costs, from
+     * 24 k-blocks a split with fast memory and 40 with slow (graphs, cold, same runs,
+     * 2026-11-26, dev/gemm/NOTES.md stop 37: 64x64 and 128x64 tiles through the workspace, on
+     * the H200 at 16 k-blocks 3-6% slower than half as many clustered, at 24 1-3% faster, at
+     * 32-40 8-12% faster; on the H100 at 16-32 k-blocks 2% faster to 17% slower, at 40 5%
+     * faster to 4% slower; 64x128 tiles of [k, n] B at 16-40 k-blocks 3-23% slower on both, at
+     * 56 within 1%; 1x2048x8192 [k, n] 15.5 -> 11.9 us on the H200, 18.8 -> 14.7 on the H100). */
+    int ws_min_kb = fast_hbm ? GEMM_WS_SPLIT_MIN_KB_FAST : GEMM_WS_SPLIT_MIN_KB_SLOW;
+    while ((ks == 4 || ks == 8) && ks <= cluster_max && tiles > weft_ops_gpu_clusters(gpu, (int)ks) &&
+           (c->bn > 64 || nkb / ks < ws_min_kb))
+      ks /= 2;
     c->k_splits = (int)ks;
-    c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= cluster_max;
+    c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= cluster_max &&
+                        tiles <= weft_ops_gpu_clusters(gpu, (int)ks);
     /* 32-column warpgroup tiles exist only in the direct-store (split-K) kernel */
     c->splitk = ks > 1 || wg_n(c) == 32;
     c->cluster = 1;
@@ -571,7 +584,7 @@ static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p
     int cs = cluster_size(c);
     CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
     at.value.clusterDim.x = (unsigned)cs, at.value.clusterDim.y = at.value.clusterDim.z = 1;
-    CUlaunchConfig lc = {.gridDimX = (unsigned)(o->sms / cs * cs), .gridDimY = 1,
+    CUlaunchConfig lc = {.gridDimX = (unsigned)(o->gpu.sms / cs * cs), .gridDimY = 1,
                          .gridDimZ = 1, .blockDimX = GEMM_THREADS, .blockDimY = 1, .blockDimZ = 1,
                          .sharedMemBytes = (unsigned)smem, .attrs = &at, .numAttrs = 1};
     r = weft_cu.cuOccupancyMaxActiveClusters(&g->max_clusters, g->kernel->function, &lc);
@@ -711,7 +724,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   }
   weft_gemm_config_t chosen, tmp;
   if (!cfg) {
-    weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters,
+    weft_gemm_config_choose(p, &o->gpu, o->gemm_ws_floats, o->gemm_ws_counters,
                             weft_gemm_hooks_kernel(h), &chosen);
     cfg = &chosen;
   }
@@ -880,7 +893,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 weft_status_t weft_gemm_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
   pthread_mutex_init(&o->gemm_lock, NULL);
-  o->gemm_ws_counters = WEFT_GEMM_WS_TILES_PER_SM * o->sms;
+  o->gemm_ws_counters = WEFT_GEMM_WS_TILES_PER_SM * o->gpu.sms;
   o->gemm_ws_floats = (size_t)o->gemm_ws_counters * 128 * 128;
   CUdeviceptr ws, ctr;
   WEFT_CU(comm, cuMemAlloc(&ws, o->gemm_ws_floats * sizeof(float)));

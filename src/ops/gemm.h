@@ -13,6 +13,8 @@
 
 #include "../internal.h"
 
+typedef struct weft_ops_gpu weft_ops_gpu_t; /* ops.h */
+
 /* C[m, n] = A[m, k] op(B): A row-major with row stride lda; B [n, k] (b_kmajor) or [k, n],
  * row stride ldb; C row-major with row stride ldc. Strides in elements. */
 typedef struct weft_gemm_problem {
@@ -125,12 +127,12 @@ static inline const weft_gemm_problem_t *weft_gemm_kernel_problem(const weft_gem
 weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                       const void *a, const void *b, const void *c);
 
-/* The shape heuristic (measured on H100/H200: dev/gemm/NOTES.md): the configuration for p on a
- * GPU of `sms` multiprocessors and hbm_gbps GB/s of peak memory bandwidth whose split-K workspace
- * holds ws_floats floats and ws_counters tile counters, for a launch with kernel hooks (hooked:
- * no swap_ab) or without. Pure host arithmetic (the CPU tests enumerate its choices). */
-void weft_gemm_config_choose(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, int hooked, weft_gemm_config_t *cfg);
+/* The shape heuristic (measured on H100/H200: dev/gemm/NOTES.md): the configuration for p on gpu
+ * with a split-K workspace of ws_floats floats and ws_counters tile counters, for a launch with
+ * kernel hooks (hooked: no swap_ab) or without. Pure host arithmetic (the CPU tests enumerate its
+ * choices). */
+void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                             size_t ws_floats, int ws_counters, int hooked, weft_gemm_config_t *cfg);
 
 /* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (one of the large-m
  * widths: 128, 176, 192, 208, 224, 240, 256) instead: 1 when c changed, 0 when c takes no such

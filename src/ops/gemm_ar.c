@@ -125,7 +125,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   gemm_ar_layout_t l = gemm_ar_layout(world, p->m, p->n, es);
   double flops = 2.0 * p->m * (double)p->n * p->k;
   double hbm = 2.0 * ((double)p->m * p->k + (double)p->n * p->k) + (double)bytes;
-  int g = weft_ops_comm_sms(o->sms, plan->comm_sms ? plan->comm_sms : o->comm_sms, p->m, p->n,
+  int g = weft_ops_comm_sms(o->gpu.sms, plan->comm_sms ? plan->comm_sms : o->comm_sms, p->m, p->n,
                             cfg.bm, cfg.bn, flops, hbm, (double)bytes * (world - 1) / world);
   if (g < 2) g = 2; /* a scatter block and a reduce block */
 
@@ -134,7 +134,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   h.notify_counters = o->gemm_ar_ctr;
   h.notify_rows = l.rows;
   h.notify_sys = 1;
-  h.sms = o->sms - g;
+  h.sms = o->gpu.sms - g;
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the consumer waits for it */
   int counters = (p->m + l.rows - 1) / l.rows;
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr, 0,

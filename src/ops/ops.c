@@ -28,18 +28,43 @@ size_t weft_dtype_size(weft_dtype_t dtype) {
   return (int)dtype >= 0 && dtype < WEFT_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
+/* g->clusters: the clusters of 1, 2, 4 and 8 CTAs that fit at once, each CTA alone on its SM as a
+ * GEMM's is (it asks for the whole opt-in shared memory), by the occupancy of kernels/runtime.cu's
+ * probe. */
+static weft_status_t gpu_clusters(weft_comm_t *comm, weft_ops_gpu_t *g) {
+  struct weft_kernel *probe;
+  WEFT_CHECK(weft_module_get_kernel(comm->runtime_module, "weft_rt_occupancy_probe", &probe));
+  int smem;
+  WEFT_CU(comm, cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                     comm->device));
+  WEFT_CU(comm, cuFuncSetAttribute(probe->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+  for (int i = 0; i < 4; i++) {
+    unsigned size = 1u << i;
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    at.value.clusterDim.x = size, at.value.clusterDim.y = at.value.clusterDim.z = 1;
+    CUlaunchConfig lc = {.gridDimX = (unsigned)g->sms / size * size, .gridDimY = 1, .gridDimZ = 1,
+                         .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1,
+                         .sharedMemBytes = (unsigned)smem, .attrs = &at, .numAttrs = 1};
+    WEFT_CU(comm, cuOccupancyMaxActiveClusters(&g->clusters[i], probe->function, &lc));
+  }
+  return WEFT_STATUS_SUCCESS;
+}
+
 weft_status_t weft_ops_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  WEFT_CU(comm, cuDeviceGetAttribute(&o->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
+  WEFT_CU(comm, cuDeviceGetAttribute(&o->gpu.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
   /* peak memory bandwidth: double data rate x the bus's bytes (H100 SXM about 3350 GB/s, H200 4800) */
   int mem_khz, bus_bits;
   WEFT_CU(comm, cuDeviceGetAttribute(&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, comm->device));
   WEFT_CU(comm, cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, comm->device));
-  o->hbm_gbps = (int)(2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9);
+  o->gpu.hbm_gbps = (int)(2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9);
+  WEFT_CHECK(gpu_clusters(comm, &o->gpu));
+  WEFT_TRACE("gpu: %d SMs, %d GB/s, clusters of 2/4/8 CTAs at once %d/%d/%d", o->gpu.sms,
+             o->gpu.hbm_gbps, o->gpu.clusters[1], o->gpu.clusters[2], o->gpu.clusters[3]);
   uint64_t comm_sms;
-  if (!weft_env_u64("WEFT_COMM_SMS", 0, false, &comm_sms) || comm_sms >= (uint64_t)o->sms)
+  if (!weft_env_u64("WEFT_COMM_SMS", 0, false, &comm_sms) || comm_sms >= (uint64_t)o->gpu.sms)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "WEFT_COMM_SMS must be a number of SMs below the device's %d", o->sms);
+                    "WEFT_COMM_SMS must be a number of SMs below the device's %d", o->gpu.sms);
   o->comm_sms = (int)comm_sms;
   WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
   WEFT_CU(comm, cuStreamCreate(&o->side, CU_STREAM_NON_BLOCKING));
@@ -84,13 +109,13 @@ const char *weft_ops_algo_name(weft_algo_t a) {
                                     : "seq";
 }
 
-int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                             size_t ws_floats, int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]) {
   static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, sms, hbm_gbps, ws_floats, ws_counters, 1, &cfg);
+  weft_gemm_config_choose(p, gpu, ws_floats, ws_counters, 1, &cfg);
   int n = 0;
   for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
     weft_algo_t a = algos[i];
@@ -130,7 +155,7 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
   char names[WEFT_OPS_PLAN_MAX][32];
   const char *name[WEFT_OPS_PLAN_MAX];
-  int n = weft_ops_plan_candidates(p, comm->ops.sms, comm->ops.hbm_gbps, comm->ops.gemm_ws_floats,
+  int n = weft_ops_plan_candidates(p, &comm->ops.gpu, comm->ops.gemm_ws_floats,
                                    comm->ops.gemm_ws_counters, order, no, allreduce, plans, names);
   for (int i = 0; i < n; i++) name[i] = names[i];
   char key[256];
@@ -146,8 +171,7 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
                           const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_t *o = &comm->ops;
-  weft_gemm_config_choose(p, o->sms, o->hbm_gbps, o->gemm_ws_floats, o->gemm_ws_counters, 1,
-                          cfg);
+  weft_gemm_config_choose(p, &o->gpu, o->gemm_ws_floats, o->gemm_ws_counters, 1, cfg);
   if (plan->bn) weft_gemm_config_width(p, plan->bn, cfg);
 }
 

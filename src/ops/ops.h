@@ -25,6 +25,22 @@ struct weft_gemm_kernel;
 typedef struct weft_gemm_problem weft_gemm_problem_t;
 typedef struct weft_gemm_config weft_gemm_config_t;
 
+/* What the ops' choices know of the GPU (weft_ops_init measures it; the CPU tests model one). */
+typedef struct weft_ops_gpu {
+  int sms;      /* multiprocessors */
+  int hbm_gbps; /* peak memory bandwidth, GB/s (the GEMM heuristic's decode tiles) */
+  /* clusters of 1, 2, 4 and 8 CTAs of one SM each (as every GEMM kernel's) that the GPCs hold
+   * at once: fewer than sms / size where a GPC's SMs are no multiple of the size (H200: 132, 66,
+   * 30, 15); a GEMM whose split tiles are clusters runs them through the workspace beyond that */
+  int clusters[4];
+} weft_ops_gpu_t;
+
+/* g's clusters of `size` CTAs (1, 2, 4 or 8; 0 for any other size). */
+static inline int weft_ops_gpu_clusters(const weft_ops_gpu_t *g, int size) {
+  return size == 1 ? g->clusters[0] : size == 2 ? g->clusters[1] : size == 4 ? g->clusters[2]
+         : size == 8 ? g->clusters[3] : 0;
+}
+
 typedef struct weft_ops {
   /* allgather */
   struct weft_module *ag;
@@ -82,8 +98,7 @@ typedef struct weft_ops {
   /* fork/join of copy-engine work over the side stream */
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;
-  int sms;       /* multiprocessors of the device */
-  int hbm_gbps;  /* its peak memory bandwidth, GB/s (the GEMM heuristic's decode tiles) */
+  weft_ops_gpu_t gpu;
   int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
 } weft_ops_t;
 
@@ -148,10 +163,11 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
 
 /* The candidates weft_ops_plan times (at most WEFT_OPS_PLAN_MAX) and their names ("ce",
  * "ce/bn128", "sm/sms16", "seq", ...: the names the disk entries keep); returns their number.
- * Pure host arithmetic on a GPU of `sms` SMs and hbm_gbps GB/s (the CPU tests call it). */
+ * Pure host arithmetic on gpu with a split-K workspace of ws_floats floats and ws_counters tile
+ * counters (the CPU tests call it). */
 #define WEFT_OPS_PLAN_MAX 16
-int weft_ops_plan_candidates(const weft_gemm_problem_t *p, int sms, int hbm_gbps, size_t ws_floats,
-                             int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+int weft_ops_plan_candidates(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                             size_t ws_floats, int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]);
 

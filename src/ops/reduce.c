@@ -170,7 +170,7 @@ static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
 
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
   unsigned long long b = (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK;
-  return b < 1 ? 1 : b > (unsigned long long)comm->ops.sms ? (unsigned)comm->ops.sms : (unsigned)b;
+  return b < 1 ? 1 : b > (unsigned long long)comm->ops.gpu.sms ? (unsigned)comm->ops.gpu.sms : (unsigned)b;
 }
 
 /* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
@@ -193,7 +193,7 @@ static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, 
                                CUstream stream) {
   weft_ops_t *o = &comm->ops;
   size_t most = (size_t)WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS / (size_t)comm->local_world;
-  if (most > (size_t)o->sms) most = (size_t)o->sms;
+  if (most > (size_t)o->gpu.sms) most = (size_t)o->gpu.sms;
   size_t blocks = (per * elem + RED_PUSH2_SLICE_BYTES - 1) / RED_PUSH2_SLICE_BYTES;
   blocks = blocks < 1 ? 1 : blocks > most ? most : blocks;
   unsigned long long slice = ((per + blocks - 1) / blocks + 7) & ~(size_t)7, n = count, per_ = per,
@@ -215,7 +215,7 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (threads + RED_LL_THREADS - 1) / RED_LL_THREADS;
   cfg.block[0] = RED_LL_THREADS;
-  cfg.grid[0] = blocks > (unsigned long long)comm->ops.sms ? (unsigned)comm->ops.sms : (unsigned)blocks;
+  cfg.grid[0] = blocks > (unsigned long long)comm->ops.gpu.sms ? (unsigned)comm->ops.gpu.sms : (unsigned)blocks;
   cfg.programmatic = 1;
   return weft_kernel_launch(k, &cfg, args, stream);
 }
@@ -302,7 +302,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
     cfg.block[0] = RED_THREADS;
     cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
-    if (cfg.grid[0] >= (unsigned)o->sms) cfg.grid[0] = (unsigned)o->sms - 1;
+    if (cfg.grid[0] >= (unsigned)o->gpu.sms) cfg.grid[0] = (unsigned)o->gpu.sms - 1;
     const char *own = send + ((size_t)me * recvcount + off) * elem;
     char *out = recv + off * elem;
     unsigned long long cnt = n;

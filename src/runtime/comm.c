@@ -201,7 +201,7 @@ static weft_status_t load_runtime_kernels(weft_comm_t *comm) {
 }
 
 static void comm_free(weft_comm_t *comm) {
-  if (comm->ops.sms) weft_ops_destroy(comm);
+  if (comm->ops.gpu.sms) weft_ops_destroy(comm);
   if (comm->runtime_module) weft_module_unload(comm->runtime_module);
   if (comm->heap.base) weft_heap_destroy(comm);
   if (comm->abort_host) weft_cu.cuMemFreeHost((void *)comm->abort_host);

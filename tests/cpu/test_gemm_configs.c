@@ -15,6 +15,7 @@
 
 #include "jit/embedded.h"
 #include "jit/jit.h"
+#include "gpu_models.h"
 #include "ops/gemm.h"
 
 #define MAX_SPECS 2048
@@ -67,8 +68,9 @@ static void add(const weft_gemm_problem_t *p, const weft_gemm_config_t *c, const
 }
 
 /* The heuristic's rules that a compile does not catch (the kernel's #errors catch the rest). */
-static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c, int sms,
-                         size_t ws_floats, int ws_counters) {
+static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c,
+                         const weft_ops_gpu_t *gpu, size_t ws_floats, int ws_counters) {
+  int sms = gpu->sms;
   char what[256];
   snprintf(what, sizeof what, "m %d n %d k %d ldc %lld out %d sms %d: BM %d BN %d ST %d CL %d KS %d SW %d",
            p0->m, p0->n, p0->k, p0->ldc, (int)p0->out, sms, c->bm, c->bn, c->stages, c->cluster,
@@ -106,10 +108,12 @@ static void check_choice(const weft_gemm_problem_t *p0, const weft_gemm_config_t
                      t * c->cluster > ws_counters)
       fail(what);
   }
-  /* a cluster reduction: 2..8 splits, each owning at least one column group, no 2x1 cluster */
+  /* a cluster reduction: 2..8 splits, each owning at least one column group, no 2x1 cluster,
+   * its clusters held at once (else the launch runs the workspace reduction) */
   int wg_n = c->bm == 128 ? c->bn : c->bn / 2;
   if (c->splitk_cluster && c->k_splits > 1 &&
-      (c->k_splits > 8 || c->k_splits > wg_n / 8 || c->cluster != 1 || !c->splitk))
+      (c->k_splits > 8 || c->k_splits > wg_n / 8 || c->cluster != 1 || !c->splitk ||
+       tiles > weft_ops_gpu_clusters(gpu, c->k_splits)))
     fail(what);
 }
 
@@ -210,13 +214,11 @@ static void check_args(void) {
   }
 }
 
-/* The peak memory bandwidths (GB/s) of the GPUs the heuristic is enumerated for */
-enum { GBPS_H100_SXM = 3352, GBPS_H200 = 4800, GBPS_H100_PCIE = 2039 };
-
-/* weft_gemm_config_choose on a 132-SM GPU of hbm_gbps with a communicator's workspace */
-static void choose_132(const weft_gemm_problem_t *p, int hbm_gbps, weft_gemm_config_t *c) {
-  weft_gemm_config_choose(p, 132, hbm_gbps, (size_t)WEFT_GEMM_WS_TILES_PER_SM * 132 * 128 * 128,
-                          WEFT_GEMM_WS_TILES_PER_SM * 132, 1, c);
+/* weft_gemm_config_choose on gpu with a communicator's workspace, for a hooked launch */
+static void choose_hooked(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
+                          weft_gemm_config_t *c) {
+  weft_gemm_config_choose(p, gpu, (size_t)WEFT_GEMM_WS_TILES_PER_SM * gpu->sms * 128 * 128,
+                          WEFT_GEMM_WS_TILES_PER_SM * gpu->sms, 1, c);
 }
 
 int main(void) {
@@ -239,13 +241,14 @@ int main(void) {
       {8192, 8192}, {4096, 3584}, {1000, 1000}, {3, 8}, {129, 4104}, {255, 64}, {64, 512}};
   static const int ms[] = {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 160, 300, 577, 1000, 8192};
   /* H100 SXM and H200 (132 SMs; their memory bandwidths, GB/s, move the decode tiles), H100 PCIe */
-  static const int sms_list[][2] = {{132, GBPS_H100_SXM}, {132, GBPS_H200}, {114, GBPS_H100_PCIE}};
+  const weft_ops_gpu_t *gpus[] = {&WEFT_GPU_H100_SXM, &WEFT_GPU_H200, &WEFT_GPU_H100_PCIE};
   static const weft_dtype_t outs[] = {WEFT_DTYPE_BF16, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32};
   static unsigned char ll_area;
   const weft_gemm_hooks_t ll_hook = {.ll_area = &ll_area, .ll_slot = 16};
   int choices = 0, swaps = 0;
-  for (size_t si = 0; si < sizeof sms_list / sizeof sms_list[0]; si++) {
-    int sms = sms_list[si][0], hbm = sms_list[si][1];
+  for (size_t si = 0; si < sizeof gpus / sizeof gpus[0]; si++) {
+    const weft_ops_gpu_t *gpu = gpus[si];
+    int sms = gpu->sms;
     size_t ws_floats = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
     int ws_counters = WEFT_GEMM_WS_TILES_PER_SM * sms;
     for (size_t i = 0; i < sizeof nk / sizeof nk[0]; i++)
@@ -259,14 +262,14 @@ int main(void) {
                 weft_gemm_problem_t p = {ms[j], n, k, k, kmaj ? k : n, n + odd_ldc,
                                          in ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16, outs[o], kmaj, 0};
                 weft_gemm_config_t c, hooked;
-                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, 0, &c);
-                check_choice(&p, &c, sms, ws_floats, ws_counters);
+                weft_gemm_config_choose(&p, gpu, ws_floats, ws_counters, 0, &c);
+                check_choice(&p, &c, gpu, ws_floats, ws_counters);
                 add(&p, &c, NULL);
                 /* a launch with hooks takes no transposed product: its own choice */
-                weft_gemm_config_choose(&p, sms, hbm, ws_floats, ws_counters, 1, &hooked);
+                weft_gemm_config_choose(&p, gpu, ws_floats, ws_counters, 1, &hooked);
                 if (hooked.swap_ab) fail("a hooked launch was given the transposed product");
                 if (c.swap_ab) {
-                  check_choice(&p, &hooked, sms, ws_floats, ws_counters);
+                  check_choice(&p, &hooked, gpu, ws_floats, ws_counters);
                   add(&p, &hooked, NULL);
                   swaps++;
                 }
@@ -284,7 +287,7 @@ int main(void) {
   /* the overlapped ops' hook variants on the large-M configuration */
   weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   weft_gemm_config_t c;
-  choose_132(&p, GBPS_H100_SXM, &c);
+  choose_hooked(&p, &WEFT_GPU_H100_SXM, &c);
   static const uint64_t sig;
   static uint64_t ctr;
   static const int table;
@@ -327,14 +330,14 @@ int main(void) {
   add(&pk, &ck, &hooks[6]);
   /* the wait on a decode configuration whose splits reduce in a cluster (AG+GEMM at small m) */
   weft_gemm_problem_t pd = {16, 2752, 4096, 4096, 4096, 2752, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
-  choose_132(&pd, GBPS_H100_SXM, &c);
+  choose_hooked(&pd, &WEFT_GPU_H100_SXM, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
   /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
    * 128x64 tiles in 2 splits where it is fast (H200) */
   weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   for (int fast = 0; fast < 2; fast++) {
-    choose_132(&pm, fast ? GBPS_H200 : GBPS_H100_SXM, &c);
+    choose_hooked(&pm, fast ? &WEFT_GPU_H200 : &WEFT_GPU_H100_SXM, &c);
     if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }

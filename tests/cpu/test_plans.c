@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops/gemm.h"
+#include "gpu_models.h"
 #include "ops/ops.h"
 
 static int failures;
@@ -25,7 +26,8 @@ int main(void) {
   static const int shapes[][3] = {{8192, 4096, 2752}, {8192, 8192, 7168}, {8192, 2752, 4096},
                                   {8192, 14336, 1024}, {128, 4096, 2752}, {16, 8192, 7392}};
   const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
-  const int sms = 132, hbm = 3352; /* an H100 SXM */
+  const weft_ops_gpu_t *gpu = &WEFT_GPU_H100_SXM;
+  const int sms = gpu->sms;
   const size_t wsf = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
   const int wsc = WEFT_GEMM_WS_TILES_PER_SM * sms;
   int total = 0;
@@ -37,9 +39,9 @@ int main(void) {
                                  WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, kmaj, 0};
         weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
         char names[WEFT_OPS_PLAN_MAX][32];
-        int n = weft_ops_plan_candidates(&p, sms, hbm, wsf, wsc, algos, 3, consumer, plans, names);
+        int n = weft_ops_plan_candidates(&p, gpu, wsf, wsc, algos, 3, consumer, plans, names);
         weft_gemm_config_t cfg;
-        weft_gemm_config_choose(&p, sms, hbm, wsf, wsc, 1, &cfg);
+        weft_gemm_config_choose(&p, gpu, wsf, wsc, 1, &cfg);
         char what[96];
         snprintf(what, sizeof what, "%dx%dx%d %s%s", s[0], s[1], s[2], kmaj ? "NK" : "KN",
                  consumer ? " (SM consumer)" : "");
