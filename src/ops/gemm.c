@@ -378,11 +378,12 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
      * workspace at launch: half as many in clusters instead, except 64-column tiles over long
      * splits, where twice the CTAs stream B faster than the workspace's round trip costs, from
      * 24 k-blocks a split with fast memory and 40 with slow (graphs, cold, same runs,
-     * 2026-11-26, dev/gemm/NOTES.md stop 37: 64x64 and 128x64 tiles through the workspace, on
-     * the H200 at 16 k-blocks 3-6% slower than half as many clustered, at 24 1-3% faster, at
-     * 32-40 8-12% faster; on the H100 at 16-32 k-blocks 2% faster to 17% slower, at 40 5%
-     * faster to 4% slower; 64x128 tiles of [k, n] B at 16-40 k-blocks 3-23% slower on both, at
-     * 56 within 1%; 1x2048x8192 [k, n] 15.5 -> 11.9 us on the H200, 18.8 -> 14.7 on the H100). */
+     * 2026-11-26, bench/results/2026-11-26y-stop37.md: half as many clustered against the
+     * workspace's splits, 64x64 and 128x64 tiles, on the H200 at 16 k-blocks a split 3-7%
+     * faster, at 24 1-3% slower, at 32-40 7-14% slower; on the H100 at 16-32 1% slower to 15%
+     * faster, at 40 4% faster to 5% slower; 64x128 tiles of [k, n] B at 16-40 k-blocks 2-25%
+     * faster on both, at 56 4% faster to 1% slower; [k, n] 1x2048x8192 15.4 -> 11.9 us on the
+     * H200, 18.7 -> 14.5 on the H100). */
     int ws_min_kb = fast_hbm ? GEMM_WS_SPLIT_MIN_KB_FAST : GEMM_WS_SPLIT_MIN_KB_SLOW;
     while ((ks == 4 || ks == 8) && ks <= cluster_max && tiles > weft_ops_gpu_clusters(gpu, (int)ks) &&
            (c->bn > 64 || nkb / ks < ws_min_kb))
