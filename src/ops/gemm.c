@@ -385,8 +385,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
      * faster on both, at 56 4% faster to 1% slower; [k, n] 1x2048x8192 15.4 -> 11.9 us on the
      * H200, 18.7 -> 14.5 on the H100). */
     int ws_min_kb = fast_hbm ? GEMM_WS_SPLIT_MIN_KB_FAST : GEMM_WS_SPLIT_MIN_KB_SLOW;
-    while ((ks == 4 || ks == 8) && ks <= cluster_max && tiles > weft_ops_gpu_clusters(gpu, (int)ks) &&
-           (c->bn > 64 || nkb / ks < ws_min_kb))
+    while ((ks == 4 || ks == 8) && ks <= cluster_max &&
+           tiles > weft_ops_gpu_clusters(gpu, (int)ks) && (c->bn > 64 || nkb / ks < ws_min_kb))
       ks /= 2;
     c->k_splits = (int)ks;
     c->splitk_cluster = (ks == 2 || ks == 4 || ks == 8) && ks <= cluster_max &&

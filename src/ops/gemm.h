@@ -132,7 +132,8 @@ weft_status_t weft_gemm_problem_check(weft_comm_t *comm, const weft_gemm_problem
  * kernel hooks (hooked: no swap_ab) or without. Pure host arithmetic (the CPU tests enumerate its
  * choices). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
-                             size_t ws_floats, int ws_counters, int hooked, weft_gemm_config_t *cfg);
+                             size_t ws_floats, int ws_counters, int hooked,
+                             weft_gemm_config_t *cfg);
 
 /* A large-m configuration c (weft_gemm_config_choose's) with tiles bn wide (one of the large-m
  * widths: 128, 176, 192, 208, 224, 240, 256) instead: 1 when c changed, 0 when c takes no such

@@ -37,7 +37,8 @@ static weft_status_t gpu_clusters(weft_comm_t *comm, weft_ops_gpu_t *g) {
   int smem;
   WEFT_CU(comm, cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                      comm->device));
-  WEFT_CU(comm, cuFuncSetAttribute(probe->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+  WEFT_CU(comm,
+          cuFuncSetAttribute(probe->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   for (int i = 0; i < 4; i++) {
     unsigned size = 1u << i;
     CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
@@ -52,7 +53,8 @@ static weft_status_t gpu_clusters(weft_comm_t *comm, weft_ops_gpu_t *g) {
 
 weft_status_t weft_ops_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  WEFT_CU(comm, cuDeviceGetAttribute(&o->gpu.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
+  WEFT_CU(comm,
+          cuDeviceGetAttribute(&o->gpu.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, comm->device));
   /* peak memory bandwidth: double data rate x the bus's bytes (H100 SXM about 3350 GB/s, H200 4800) */
   int mem_khz, bus_bits;
   WEFT_CU(comm, cuDeviceGetAttribute(&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, comm->device));
@@ -110,7 +112,8 @@ const char *weft_ops_algo_name(weft_algo_t a) {
 }
 
 int weft_ops_plan_candidates(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
-                             size_t ws_floats, int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+                             size_t ws_floats, int ws_counters, const weft_algo_t *algos,
+                             int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]) {
   static const int widths[] = {256, 192, 128}, consumers[] = {16, 32};

@@ -98,7 +98,7 @@ typedef struct weft_ops {
   /* fork/join of copy-engine work over the side stream */
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;
-  weft_ops_gpu_t gpu;
+  weft_ops_gpu_t gpu; /* the GPU as the ops' choices see it */
   int comm_sms;  /* WEFT_COMM_SMS: the SMs an SM-side consumer takes beside a GEMM (0: the model) */
 } weft_ops_t;
 
@@ -167,7 +167,8 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
  * counters (the CPU tests call it). */
 #define WEFT_OPS_PLAN_MAX 16
 int weft_ops_plan_candidates(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
-                             size_t ws_floats, int ws_counters, const weft_algo_t *algos, int nalgos, int sm_consumer,
+                             size_t ws_floats, int ws_counters, const weft_algo_t *algos,
+                             int nalgos, int sm_consumer,
                              weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX],
                              char names[WEFT_OPS_PLAN_MAX][32]);
 

@@ -170,7 +170,8 @@ static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
 
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
   unsigned long long b = (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK;
-  return b < 1 ? 1 : b > (unsigned long long)comm->ops.gpu.sms ? (unsigned)comm->ops.gpu.sms : (unsigned)b;
+  unsigned long long sms = (unsigned long long)comm->ops.gpu.sms;
+  return b < 1 ? 1 : b > sms ? (unsigned)sms : (unsigned)b;
 }
 
 /* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
@@ -215,7 +216,8 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (threads + RED_LL_THREADS - 1) / RED_LL_THREADS;
   cfg.block[0] = RED_LL_THREADS;
-  cfg.grid[0] = blocks > (unsigned long long)comm->ops.gpu.sms ? (unsigned)comm->ops.gpu.sms : (unsigned)blocks;
+  unsigned long long sms = (unsigned long long)comm->ops.gpu.sms;
+  cfg.grid[0] = blocks > sms ? (unsigned)sms : (unsigned)blocks;
   cfg.programmatic = 1;
   return weft_kernel_launch(k, &cfg, args, stream);
 }
