@@ -753,6 +753,12 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "%d stages and %d bytes)",
                     cfg->stages, cfg->bm, cfg->bn, weft_gemm_smem_bytes(cfg), WEFT_GEMM_MAX_STAGES,
                     WEFT_GEMM_MAX_SMEM);
+  /* (a_rows loads only A's first rows: the rows past them would be left out of C, unreported) */
+  if (cfg->a_rows && (cfg->bm != 64 || p->m > cfg->a_rows ||
+                      (cfg->a_rows != 8 && cfg->a_rows != 16 && cfg->a_rows != 32)))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: a_rows %d (8, 16 or 32 rows of A a stage) takes BM=64 and m <= a_rows "
+                    "(BM=%d, m %d)", cfg->a_rows, cfg->bm, p->m);
   if (!cfg->splitk && wg_n(cfg) * out_size(p->out) < 128)
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: BM=%d BN=%d gives a warpgroup %d columns, less than one output box of "

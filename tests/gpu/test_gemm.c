@@ -425,22 +425,27 @@ static void graph(void) {
   }
 }
 
-/* A caller's configuration that exceeds shared memory or the ring: INVALID_ARGUMENT with a
- * message, before anything compiles (it once surfaced as a failed cuFuncSetAttribute, and inside
- * a capture as the failed unload of the module after it), and the GEMM still runs after. */
+/* A caller's configuration that exceeds shared memory or the ring, or loads fewer rows of A than
+ * m: INVALID_ARGUMENT with a message, before anything compiles (it once surfaced as a failed
+ * cuFuncSetAttribute, and inside a capture as the failed unload of the module after it), and the
+ * GEMM still runs after. */
 static void bad_config(const weft_gemm_problem_t *p) {
   weft_gemm_config_t cfg;
   heuristic(p, 0, &cfg);
   buffers_t x;
   setup(&x, p);
   void *a = (void *)(uintptr_t)x.a, *b = (void *)(uintptr_t)x.b, *c = (void *)(uintptr_t)x.c;
-  weft_gemm_config_t big = cfg, deep = cfg;
+  weft_gemm_config_t big = cfg, deep = cfg,
+                     few = {.bm = 64, .bn = 128, .stages = 8, .cluster = 1, .epi_bufs = 2, .group = 8,
+                            .k_splits = 1, .splitk = 1, .a_rows = 8}; /* the m <= 8 tile */
   big.stages = 12;   /* 12 x 48 KiB of 128x256 stages */
   deep.stages = WEFT_GEMM_MAX_STAGES + 1;
   deep.bn = 64, deep.bm = 64, deep.cluster = 1;
   int ok = weft_gemm_launch(comm, p, &big, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT &&
            strstr(weft_comm_get_last_error(comm), "shared memory") != NULL &&
-           weft_gemm_launch(comm, p, &deep, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT;
+           weft_gemm_launch(comm, p, &deep, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT &&
+           weft_gemm_launch(comm, p, &few, NULL, a, b, c, s) == WEFT_STATUS_INVALID_ARGUMENT &&
+           strstr(weft_comm_get_last_error(comm), "a_rows") != NULL;
   cases++;
   if (!ok) {
     failures++;
