@@ -1432,6 +1432,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #else
   __syncthreads();
 #endif
+  /* Launched for programmatic dependent launch (gemm.c), this grid may have started while the
+   * stream's previous kernel still ran: nothing above touched global memory, and nothing below
+   * may before that kernel has completed and its writes are visible. */
+  asm volatile("griddepcontrol.wait;" ::: "memory");
 
 #if WEFT_GEMM_HOOK_WAIT
   int to_tile = 0, to_index = 0;

@@ -28,6 +28,8 @@
  * (weft_gemm_config_choose) */
 #define GEMM_WS_SPLIT_MIN_KB_FAST 24
 #define GEMM_WS_SPLIT_MIN_KB_SLOW 40
+/* the largest A and B (bytes) whose launch is programmatic (weft_gemm_launch) */
+#define GEMM_PDL_MAX_BYTES (24.0 * (1 << 20))
 /* The split tail (WEFT_GEMM_TAIL): at most 4 splits a tile; the partials' round trip (write,
  * counter, the last split's reads: 8-9 us on H100) costs about 11 k-blocks of a 256-column tile,
  * in k-blocks x columns (H100, 2026-11-25: 128- and 256-column tiles, k = 4096, dev/gemm/NOTES.md) */
@@ -861,6 +863,14 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   lc.block[0] = GEMM_THREADS;
   lc.cluster[0] = (unsigned)cs, lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = weft_gemm_smem_bytes(cfg);
+  /* Short calls launch for programmatic dependent launch: where the stream's previous kernel
+   * lets its dependents start early (weft's GEMM and LL collectives), this grid's CTAs take the
+   * SMs it leaves and wait there (the kernel's griddepcontrol.wait), so the launch's latency
+   * overlaps that kernel's tail. Back to back on an H200 (graphs, cold, same runs, 2026-11-26,
+   * bench/results/2026-11-26y-stop37.md section 7): A and B of up to 22 MB (calls of 6-10 us)
+   * 9-14% faster; from 58 MB on m = 64-128 and [k, n] 1x13312x16384 5-19% slower (the early CTAs'
+   * placement, as far as the figures say), m = 1-16 at 58-117 MB 2-5% faster. */
+  lc.programmatic = 2.0 * ((double)p->m + p->n) * p->k <= GEMM_PDL_MAX_BYTES;
   void *cp = ll ? (void *)h->ll_area : c;
   int M = p->m, N = p->n, K = p->k;
   const int *table = h ? h->order_table : NULL;
