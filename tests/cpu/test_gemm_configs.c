@@ -341,6 +341,30 @@ int main(void) {
     if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
+  /* splits whose clusters the GPU cannot hold at once (30 of 4 CTAs, 15 of 8): half as many
+   * clustered, except 64-column tiles over long splits with fast memory (results stop 37) */
+  static const struct {
+    int m, n, k, kmajor, fast, splits, clustered;
+  } over[] = {
+      {1, 2048, 8192, 0, 1, 4, 1},  /* 16 tiles of 64x128 in 8 splits -> 4 clustered */
+      {1, 4096, 4096, 0, 1, 2, 1},  /* 32 tiles of 64x128: 4 -> 2 clustered */
+      {64, 2048, 8192, 1, 1, 4, 0}, /* 32 tiles of 64x64, 32 k-blocks a split: the workspace */
+      {64, 2048, 8192, 1, 0, 2, 1}, /* the same on slow memory (40 k-blocks at least): halved */
+      {16, 2048, 4096, 1, 1, 2, 1}, /* 16 k-blocks a split: halved */
+  };
+  for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+    weft_gemm_problem_t po = {over[i].m, over[i].n, over[i].k, over[i].k,
+                              over[i].kmajor ? over[i].k : over[i].n, over[i].n,
+                              WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, over[i].kmajor, 0};
+    choose_hooked(&po, over[i].fast ? &WEFT_GPU_H200 : &WEFT_GPU_H100_SXM, &c);
+    if (c.k_splits != over[i].splits || c.splitk_cluster != over[i].clustered) {
+      char what[160];
+      snprintf(what, sizeof what, "%dx%dx%d: %d splits%s, expected %d%s (update the test)",
+               over[i].m, over[i].n, over[i].k, c.k_splits, c.splitk_cluster ? " clustered" : "",
+               over[i].splits, over[i].clustered ? " clustered" : "");
+      fail(what);
+    }
+  }
 
   if (!swaps) fail("no shape took the transposed product (update the test)");
   printf("%d choices (%d transposed), %d distinct specialisations\n", choices, swaps, nspecs);
