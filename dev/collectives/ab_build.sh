@@ -10,11 +10,8 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
 old=$1; shift
-rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && cp -r "$old"/. /tmp/ab_old/
-(cmake -S /tmp/ab_old -B /tmp/ab_old/build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build /tmp/ab_old/build -j16 --target weft-bench weftrun) > "$out/build_old.log" 2>&1 &
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > "$out/build_new.log" 2>&1
-wait
-[ -x /tmp/ab_old/build/tools/weft-bench ] && [ -x build/tools/weft-bench ] || { tail -20 "$out"/build_*.log; echo BUILD FAILED; exit 1; }
+source dev/ab_trees.sh
+ab_trees "$old" "$out" # (the whole new tree: its tests run first)
 (cd build && WEFT_CACHE_DIR=/tmp/wc_new timeout 300 ctest -R "${WEFT_AB_TESTS:-gpu_test_allreduce_np}" 2>&1 |
   grep -E "Test +#|tests passed|tests failed|No tests were found")
 for np in ${NP:-4 2}; do

@@ -11,11 +11,8 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
 old=$1; shift
-rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old
-if [ -d "$old" ]; then cp -r "$old"/. /tmp/ab_old/; else git archive "$old" | tar -x -C /tmp/ab_old || exit 1; fi
-(cmake -S /tmp/ab_old -B /tmp/ab_old/build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build /tmp/ab_old/build -j16 --target weft-bench weftrun) > "$out/build_old.log" 2>&1 &
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16 --target weft-bench weftrun) > "$out/build_new.log" 2>&1
-wait
+source dev/ab_trees.sh
+ab_trees "$old" "$out" weft-bench weftrun
 for r in 1 2; do
   for v in old new; do
     b=build; [ $v = old ] && b=/tmp/ab_old/build

@@ -10,12 +10,8 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 old=$1
-rm -rf /tmp/mid_old && mkdir -p /tmp/mid_old && cp -r "$old"/. /tmp/mid_old/
-(cmake -S /tmp/mid_old -B /tmp/mid_old/build -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-  cmake --build /tmp/mid_old/build -j "$(nproc)" --target weft-bench weftrun) > "$out/build_old.log" 2>&1 &
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null &&
-  cmake --build build -j "$(nproc)" --target weft-bench weftrun) > "$out/build_new.log" 2>&1
-wait
+source dev/ab_trees.sh
+ab_trees "$old" "$out" weft-bench weftrun
 np=${NP:-2}
 for op in ag_gemm gemm_rs gemm_ar; do
   if [ $op = ag_gemm ]; then nk="11008,4096 28672,8192"; else nk="4096,11008 8192,28672"; fi
@@ -23,7 +19,7 @@ for op in ag_gemm gemm_rs gemm_ar; do
   for m in ${MS:-160 288 416}; do for x in $nk; do shapes="$shapes -s $m,$x"; done; done
   for r in 1 2; do
     for v in old new; do
-      b=build; [ $v = old ] && b=/tmp/mid_old/build
+      b=build; [ $v = old ] && b=/tmp/ab_old/build
       WEFT_CACHE_DIR=/tmp/wc_$v timeout 150 $b/tools/weftrun -n "$np" $b/tools/weft-bench $op $shapes \
         -l "${LAYOUT:-nk}" -n 20 > "$out/${op}_${v}_$r.log" 2>&1
       echo "$op $v run $r rc=$?"
