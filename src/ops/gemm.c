@@ -867,9 +867,9 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
    * lets its dependents start early (weft's GEMM and LL collectives), this grid's CTAs take the
    * SMs it leaves and wait there (the kernel's griddepcontrol.wait), so the launch's latency
    * overlaps that kernel's tail. Back to back on an H200 (graphs, cold, same runs, 2026-11-26,
-   * bench/results/2026-11-26y-stop37.md section 7): A and B of up to 22 MB (calls of 6-10 us)
-   * 9-14% faster; from 58 MB on m = 64-128 and [k, n] 1x13312x16384 5-19% slower (the early CTAs'
-   * placement, as far as the figures say), m = 1-16 at 58-117 MB 2-5% faster. */
+   * bench/results/2026-11-26y-stop37.md sections 7 and 9): A and B of up to 22 MB (calls of
+   * 6-10 us) 9-15% faster; m = 64-160 from 45 MB and [k, n] 1x13312x16384 5-21% slower (why is
+   * not known: not where the early CTAs wait), m = 1 at 58-117 MB 2-5% faster. */
   lc.programmatic = 2.0 * ((double)p->m + p->n) * p->k <= GEMM_PDL_MAX_BYTES;
   void *cp = ll ? (void *)h->ll_area : c;
   int M = p->m, N = p->n, K = p->k;
