@@ -436,7 +436,11 @@ typedef enum weft_gemm_layout {
  * the clusters at once; otherwise through a workspace of the communicator. Large shapes may
  * split the tiles of their last, partly filled wave of thread blocks along k too, through the
  * same workspace. So GEMMs of one communicator must not run at the same time (on different
- * streams); give each concurrent stream its own communicator, as with a cuBLAS handle. */
+ * streams); give each concurrent stream its own communicator, as with a cuBLAS handle.
+ * Small GEMMs (A and B of at most 24 MiB) launch for programmatic dependent launch: after a
+ * kernel that lets its dependents start early (weft's GEMMs and small collectives do), their
+ * thread blocks may take SMs before it ends, and wait there for it to complete before they read
+ * or write memory; stream order is kept (a captured graph holds a programmatic edge). */
 WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
                                  void *c, int ldc, int m, int n, int k, weft_dtype_t in,
                                  weft_dtype_t out, weft_gemm_layout_t layout,
