@@ -425,6 +425,33 @@ static void graph(void) {
   }
 }
 
+/* Two GEMMs back to back, the second reading the first's C as its A with no sync between them.
+ * The second is small enough to launch programmatically (gemm.c) and the first lets its
+ * dependents start early, so the second's CTAs may take the SMs the first leaves free (its 128
+ * CTAs on a 132-SM GPU) while it runs: they must wait for its C, poisoned before, to be complete.
+ * The second's reference is computed afterwards from the first's C as written. */
+static void chained(void) {
+  const weft_dtype_t B = WEFT_DTYPE_BF16;
+  weft_gemm_problem_t p1 = problem(64, 4096, 8192, 0, 0, 0, B, B, 1);
+  weft_gemm_problem_t p2 = problem(64, 512, 4096, 0, 0, 0, B, B, 1); /* k = p1's n, lda its ldc */
+  buffers_t x1, x2;
+  setup(&x1, &p1);
+  setup(&x2, &p2);
+  poison(&x1);
+  poison(&x2);
+  run_gemm(&x1);
+  OK(weft_gemm(comm, (void *)(uintptr_t)x1.c, (int)p1.ldc, (void *)(uintptr_t)x2.b, (int)p2.ldb,
+               (void *)(uintptr_t)x2.c, (int)p2.ldc, p2.m, p2.n, p2.k, B, B, WEFT_GEMM_LAYOUT_NK, s));
+  int m = p2.m, nn = p2.n, k = p2.k, kmaj = 1, fp16 = 0, accumulate = 0;
+  long long lda = p1.ldc, ldb = p2.ldb;
+  void *ra[] = {&x2.ref, &x1.c, &x2.b, &m, &nn, &k, &lda, &ldb, &kmaj, &fp16, &accumulate};
+  launch(k_ref, ra);
+  check(&x1, "chain 1st");
+  check(&x2, "chain 2nd");
+  teardown(&x1);
+  teardown(&x2);
+}
+
 /* A caller's configuration that exceeds shared memory or the ring, or loads fewer rows of A than
  * m: INVALID_ARGUMENT with a message, before anything compiles (it once surfaced as a failed
  * cuFuncSetAttribute, and inside a capture as the failed unload of the module after it), and the
@@ -596,6 +623,7 @@ int main(int argc, char **argv) {
       hooks_identical(&hp, 0, 192);
     }
     graph();
+    chained();
     bad_config(&big);
   }
   printf("%d of %d checks passed\n", cases - failures, cases);
