@@ -10,7 +10,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
 old=$1; shift
-source dev/ab_trees.sh
+source dev/builds.sh
 ab_trees "$old" "$out" # (the whole new tree: its tests run first)
 (cd build && WEFT_CACHE_DIR=/tmp/wc_new timeout 300 ctest -R "${WEFT_AB_TESTS:-gpu_test_allreduce_np}" 2>&1 |
   grep -E "Test +#|tests passed|tests failed|No tests were found")

@@ -11,7 +11,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
 old=$1; shift
-source dev/ab_trees.sh
+source dev/builds.sh
 ab_trees "$old" "$out" weft-bench weftrun
 for r in 1 2; do
   for v in old new; do

@@ -9,8 +9,8 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
 { date -u; nvidia-smi -L; git log -1 --format=%h 2>/dev/null; } > "$out/machine.txt" 2>&1
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > "$out/build.log" 2>&1 \
-  || { tail -20 "$out/build.log"; echo BUILD FAILED; exit 1; }
+source dev/builds.sh
+build_tree "$out/build.log"
 W="build/tools/weftrun -n 1 build/tools/weft-bench gemm -G 1 -n ${ITERS:-40}"
 # group: layout, m, a_rows, tile, the (n, k) pairs, splits through the workspace, clustered splits
 groups=(

@@ -6,8 +6,8 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}; mkdir -p "$out"
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16 --target weft-bench weftrun) > "$out/build.log" 2>&1 \
-  || { tail -20 "$out/build.log"; echo BUILD FAILED; exit 1; }
+source dev/builds.sh
+build_tree "$out/build.log" weft-bench weftrun
 W="build/tools/weftrun -n 1 build/tools/weft-bench gemm -G 1 -n 30"
 groups=(
   "kn BM=64,BN=128,AR=8,KS=2,KC=1 8:10:12 1,8192,7168:1,8192,3584:1,6656,16384:1,4096,1792:1,8192,7392"

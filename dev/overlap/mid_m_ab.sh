@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 old=$1
-source dev/ab_trees.sh
+source dev/builds.sh
 ab_trees "$old" "$out" weft-bench weftrun
 np=${NP:-2}
 for op in ag_gemm gemm_rs gemm_ar; do
