@@ -45,8 +45,11 @@ int main(int argc, char **argv) {
   if (argc >= 2)
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
       if (!strcmp(argv[1], suites[i].name)) return suites[i].main(argc - 2, argv + 2);
-  fprintf(stderr, "usage: weftrun -n N weft-bench <suite> [options]\nsuites:\n");
+  /* asked for (-h, --help): the usage on stdout and success; otherwise on stderr, an error */
+  int asked = argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+  FILE *to = asked ? stdout : stderr;
+  fprintf(to, "usage: weftrun -n N weft-bench <suite> [options]\nsuites:\n");
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-    fprintf(stderr, "  %-15s %s\n", suites[i].name, suites[i].what);
-  return 2;
+    fprintf(to, "  %-15s %s\n", suites[i].name, suites[i].what);
+  return asked ? 0 : 2;
 }

@@ -1,0 +1,41 @@
+#!/bin/sh
+# run.sh cmake|pkgconfig CMAKE BUILD_DIR SOURCE_DIR CC VERSION — installs the built tree into a
+# temporary prefix, moves the prefix elsewhere (an install must not depend on where it was made),
+# then builds and runs tests/install/consumer.c against it: through the CMake package (cmake) or
+# through weft.pc (pkgconfig; skipped (77) without pkg-config). The installed tools must start.
+set -u
+mode=$1 cmake=$2 build=$3 src=$4 cc=$5 version=$6
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAILED: $*"; [ -f "$tmp/log" ] && tail -30 "$tmp/log"; exit 1; }
+
+if [ "$mode" = pkgconfig ] && ! command -v pkg-config >/dev/null; then
+  echo "skipped: pkg-config not found"
+  exit 77
+fi
+"$cmake" --install "$build" --prefix "$tmp/made" > "$tmp/log" 2>&1 || fail "cmake --install"
+mv "$tmp/made" "$tmp/prefix" || fail "moving the prefix"
+p=$tmp/prefix
+for t in weft-bench weftrun; do
+  "$p/bin/$t" --help > "$tmp/log" 2>&1 || fail "installed $t --help"
+done
+
+if [ "$mode" = cmake ]; then
+  "$cmake" -S "$src/tests/install" -B "$tmp/b" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_COMPILER="$cc" \
+    -DWEFT_EXPECT_VERSION="$version" > "$tmp/log" 2>&1 || fail "configuring with find_package(weft)"
+  grep -q "$p" "$tmp/b/CMakeCache.txt" || fail "find_package(weft) did not find $p"
+  "$cmake" --build "$tmp/b" > "$tmp/log" 2>&1 || fail "building against weft::weft"
+  "$tmp/b/consumer" || fail "the consumer (CMake package)"
+else
+  pc=$(find "$p" -name weft.pc) && [ -n "$pc" ] || fail "no weft.pc installed"
+  export PKG_CONFIG_PATH="$(dirname "$pc")"
+  [ "$(pkg-config --modversion weft)" = "$version" ] || fail "weft.pc version $(pkg-config --modversion weft), not $version"
+  libdir=$(pkg-config --variable=libdir weft)
+  [ -f "$libdir/libweft.so" ] || fail "weft.pc's libdir $libdir holds no libweft.so"
+  # shellcheck disable=SC2046 # the flags are words
+  "$cc" -std=c11 -Wall -Werror -o "$tmp/consumer" "$src/tests/install/consumer.c" \
+    $(pkg-config --cflags --libs weft) -Wl,-rpath,"$libdir" > "$tmp/log" 2>&1 ||
+    fail "building with pkg-config --cflags --libs weft"
+  "$tmp/consumer" || fail "the consumer (pkg-config)"
+fi
+echo "ok: $mode consumer built and ran against an install moved from where it was made"
