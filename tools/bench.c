@@ -22,7 +22,7 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (a[0] != '-' || !a[1] || a[2] || !v) {
-      fprintf(stderr, "weft-bench: bad option '%s' (options: -b -e -f -n -w -G -c -d -a -J)\n", a);
+      fprintf(stderr, "weft-bench: bad option '%s' (-b -e -f -n -w -G -c -d -a -J; -h: help)\n", a);
       exit(2);
     }
     switch (a[1]) {
@@ -98,7 +98,10 @@ void bench_finish(bench_t *b) {
   int total = 0;
   for (int r = 0; r < b->world; r++) total += all[r];
   free(all);
-  if (b->rank == 0) printf("# Out of bounds values : %d %s\n", total, total ? "FAILED" : "OK");
+  if (b->rank == 0 && !b->opt.check)
+    printf("# Out of bounds values : N/A (-c 0: not checked)\n");
+  else if (b->rank == 0)
+    printf("# Out of bounds values : %d %s\n", total, total ? "FAILED" : "OK");
   weft_cu.cuStreamDestroy(b->stream);
   BENCH_CHECK(weft_comm_destroy(b->comm));
   exit(total ? 1 : 0);

@@ -19,7 +19,7 @@ typedef struct bench_opts {
   double factor;     /* -f: size multiplier */
   int iters, warmup; /* -n, -w */
   int graph;         /* -G 1: each sample is one CUDA graph of the batch (launch costs out) */
-  int check;         /* -c: checked iterations */
+  int check;         /* -c 1 (default): one checked call of each op a size; 0: none */
   const char *dtype; /* -d */
   const char *algo;  /* -a */
   const char *json;  /* -J */
@@ -88,6 +88,8 @@ static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdevicept
 }
 #endif
 
+/* The suite's usage (weft_bench.c's table) on stderr, then exit(2): a bad option. */
+void bench_usage_exit(const char *suite);
 /* Parses the common options from argv (after the suite name); unknown options are an error. */
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max);
 /* Initialises the communicator and stream and prints the header on rank 0. */
@@ -168,6 +170,7 @@ void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx);
 /* The table of a collective suite: header, then one row per size (times from bench_time_pair,
  * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
  * go to the JSON file too and wrong values to the exit status. */
+#define BENCH_UNCHECKED (-1) /* the wrong count of a size that -c 0 left unchecked: N/A */
 void bench_coll_header(bench_t *b, const char *suite);
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
                     double us_weft, double us_nccl, double bus_factor, int wrong_weft,

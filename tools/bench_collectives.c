@@ -90,12 +90,15 @@ void bench_coll_header(bench_t *b, const char *suite) {
 
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
                     double us_w, double us_n, double bus_factor, int wrong_w, int wrong_n) {
-  b->wrong += wrong_w;
+  if (wrong_w != BENCH_UNCHECKED) b->wrong += wrong_w;
   int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
   if (b->rank) return;
   double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
-  printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6d | %9.2f %8.2f %8.2f %6d | %7.2f\n", bytes, count,
-         type, us_w, aw, aw * bus_factor, ww, us_n, an, an * bus_factor, wn, us_n / us_w);
+  char sw[16] = "N/A", sn[16] = "N/A";
+  if (ww != BENCH_UNCHECKED) snprintf(sw, sizeof sw, "%d", ww);
+  if (wn != BENCH_UNCHECKED) snprintf(sn, sizeof sn, "%d", wn);
+  printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f\n", bytes, count,
+         type, us_w, aw, aw * bus_factor, sw, us_n, an, an * bus_factor, sn, us_n / us_w);
   const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
   double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w, ww};
   bench_json_row(b, suite, b->opt.algo ? b->opt.algo : "auto", 7, k, v);
@@ -142,20 +145,22 @@ int main_allgather(int argc, char **argv) {
     if (per == 0) continue;
     size_t tot = per * (size_t)b.world;
     x.per = per;
-    int wrong[2] = {0, 0};
-    /* check both once: fresh data, poisoned outputs */
-    for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
-    memcpy(hsend, want + (size_t)b.rank * per, per);
-    BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
-    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)recv, 0xEE, tot));
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
-    if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
-    BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
-    bench_call_pair_once(&b, ag_call, &x);
-    BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
-    for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
-    BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
-    for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
+    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    if (b.opt.check) { /* both once: fresh data, poisoned outputs */
+      wrong[0] = wrong[1] = 0;
+      for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
+      memcpy(hsend, want + (size_t)b.rank * per, per);
+      BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
+      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)recv, 0xEE, tot));
+      if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
+      BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
+      bench_call_pair_once(&b, ag_call, &x);
+      BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
+      for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
+      BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
+      for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
+    }
     round++;
     double us_w, us_n;
     bench_time_pair(&b, ag_call, &x, &us_w, &us_n);
@@ -274,20 +279,22 @@ static int red_main(int argc, char **argv, int allreduce) {
     if (x.algo == WEFT_ALGO_LL && out * elem > WEFT_ALLREDUCE_LL_MAX_BYTES(world)) break;
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
-    int wrong[2] = {0, 0};
-    /* check both once: fresh inputs, poisoned outputs */
-    for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
-    BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
-    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
-    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
-    BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
-    bench_call_pair_once(&b, red_call, &x);
-    for (int which = 0; which < 2; which++) {
-      BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
-      for (size_t i = 0; i < out; i++) {
-        int sum = 0;
-        for (int r = 0; r < b.world; r++) sum += red_val(r, first + i, round);
-        wrong[which] += red_get(hout, i, elem) != red_bits(sum, x.wt);
+    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    if (b.opt.check) { /* both once: fresh inputs, poisoned outputs */
+      wrong[0] = wrong[1] = 0;
+      for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
+      BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
+      BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
+      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
+      BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
+      bench_call_pair_once(&b, red_call, &x);
+      for (int which = 0; which < 2; which++) {
+        BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
+        for (size_t i = 0; i < out; i++) {
+          int sum = 0;
+          for (int r = 0; r < b.world; r++) sum += red_val(r, first + i, round);
+          wrong[which] += red_get(hout, i, elem) != red_bits(sum, x.wt);
+        }
       }
     }
     round++;
@@ -418,23 +425,25 @@ static int a2a_main(int argc, char **argv, int v) {
     a2a_counts(&x, b.rank, b.world, n, round);
     for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
     if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
-    int wrong[2] = {0, 0};
-    /* check both once: fresh data, poisoned outputs */
-    bench_fill(hsend, bytes, (unsigned)(b.rank * 131 + round));
-    BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
-    BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
-    BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
-    BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
-    bench_call_pair_once(&b, a2a_call, &x);
-    BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
-    BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
-    for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
-      a2a_counts(&peer, q, b.world, n, round);
-      bench_fill(hpeer, bytes, (unsigned)(q * 131 + round));
-      const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
-      for (int which = 0; which < 2; which++)
-        for (size_t i = 0; i < x.rcount[q]; i++)
-          wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
+    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    if (b.opt.check) { /* both once: fresh data, poisoned outputs */
+      wrong[0] = wrong[1] = 0;
+      bench_fill(hsend, bytes, (unsigned)(b.rank * 131 + round));
+      BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
+      BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
+      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
+      BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
+      bench_call_pair_once(&b, a2a_call, &x);
+      BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
+      BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
+      for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
+        a2a_counts(&peer, q, b.world, n, round);
+        bench_fill(hpeer, bytes, (unsigned)(q * 131 + round));
+        const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
+        for (int which = 0; which < 2; which++)
+          for (size_t i = 0; i < x.rcount[q]; i++)
+            wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
+      }
     }
     round++;
     double us_w, us_n;

@@ -68,11 +68,7 @@ static void run_call(bench_t *b, void *ctx, int which) {
   x->next = (x->next + 1) % x->nsets;
 }
 
-static void usage(void) {
-  fprintf(stderr, "usage: weft-bench gemm [-s M,N,K]... [-d bf16|fp16] [-l nk|kn] [-n iters] "
-                  "[-w warmup] [-G 0|1] [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,SW=,HK=,SM=]... [-J file.json]\n");
-  exit(2);
-}
+static void usage(void) { bench_usage_exit("gemm"); }
 
 /* --config's value into *c, its hook (HK: 0 none, 1..4 the --hooks runs') into *hook and its SM
  * count (SM: the persistent grid's SMs, weft_gemm_hooks_t.sms; 0 all) into *sms. */

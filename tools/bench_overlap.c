@@ -97,13 +97,7 @@ static void run(bench_t *b, void *ctx, int which) {
   }
 }
 
-static void usage(const char *suite) {
-  fprintf(stderr,
-          "usage: weftrun -n N weft-bench %s [-s M,N,K]... [-l nk|kn] [-d bf16|fp16] "
-          "[-a auto|ce|sm|seq|ll] "
-          "[--autotune] [-n iters] [-w warmup] [-G 0|1] [-J file.json]\n", suite);
-  exit(2);
-}
+static void usage(const char *suite) { bench_usage_exit(suite); }
 
 static int main_overlap(int op, const char *suite, int argc, char **argv) {
   static bench_mm_opts_t o = {.kmajor = 0, .dtype = "bf16", .iters = 20, .warmup = 5};

@@ -1,12 +1,12 @@
 /*
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
- * Usage: weftrun -n N weft-bench <suite> [-b min] [-e max] [-f factor] [-n iters] [-w warmup]
- *                                       [-G 0|1] [-c check] [-d dtype] [-a algo] [-J file.json]
+ * Usage: weftrun -n N weft-bench <suite> [options]; `weft-bench <suite> -h` lists a suite's.
  * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
  * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), ag_gemm, gemm_rs
  * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int main_primitives(int argc, char **argv);
@@ -20,36 +20,95 @@ int main_ag_gemm(int argc, char **argv);
 int main_gemm_rs(int argc, char **argv);
 int main_gemm_ar(int argc, char **argv);
 
+/* The option synopses: the size sweeps' (bench_parse) and the matrix suites' (bench_mm_option) */
+#define SWEEP_OPTS                                                                      \
+  "[-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-G 0|1] [-c 0|1] [-d type] [-a algo] " \
+  "[-J file.json]"
+#define MM_OPTS \
+  "[-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] [-J file.json]"
+#define OVERLAP_OPTS MM_OPTS " [-a auto|ce|sm|seq|ll] [--autotune]"
+
 static const struct {
   const char *name;
   int (*main)(int, char **);
-  const char *what;
+  const char *what, *opts;
 } suites[] = {
-    {"primitives", main_primitives, "barrier_all latency, signal ping-pong, put bandwidth"},
-    {"allgather", main_allgather, "weft_allgather beside ncclAllGather (-a auto|ce|sm|ll)"},
-    {"gemm", main_gemm, "weft_gemm beside cuBLAS (-s M,N,K, -l nk|kn, -d bf16|fp16, --hooks)"},
+    {"primitives", main_primitives, "barrier_all latency, signal ping-pong, put bandwidth",
+     SWEEP_OPTS},
+    {"allgather", main_allgather, "weft_allgather beside ncclAllGather (-a auto|ce|sm|ll)",
+     SWEEP_OPTS},
+    {"gemm", main_gemm, "weft_gemm beside cuBLAS",
+     MM_OPTS " [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,SW=,HK=,SM=]..."},
     {"reduce_scatter", main_reduce_scatter,
-     "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)"},
+     "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)", SWEEP_OPTS},
     {"allreduce", main_allreduce,
-     "weft_allreduce beside ncclAllReduce (-a auto|sm|two_shot|ll; -d fp16|bf16|fp32)"},
-    {"alltoall", main_alltoall, "weft_alltoall beside grouped ncclSend/ncclRecv (-a auto|sm|ll; -d any)"},
+     "weft_allreduce beside ncclAllReduce (-a auto|sm|two_shot|ll; -d fp16|bf16|fp32)", SWEEP_OPTS},
+    {"alltoall", main_alltoall,
+     "weft_alltoall beside grouped ncclSend/ncclRecv (-a auto|sm|ll; -d any)", SWEEP_OPTS},
     {"alltoallv", main_alltoallv,
-     "weft_alltoallv beside grouped ncclSend/ncclRecv, skewed per-pair counts (-a auto|sm|ll; -d any)"},
-    {"ag_gemm", main_ag_gemm, "weft_ag_gemm beside NCCL AllGather + cuBLAS (-s M,N,K, -l, -d, -a auto|ce|seq, --autotune)"},
-    {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (same options; -a sm: fused scatter)"},
-    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (same options; -a sm: SM consumer)"},
+     "weft_alltoallv beside grouped ncclSend/ncclRecv, skewed per-pair counts (-a auto|sm|ll; -d any)",
+     SWEEP_OPTS},
+    {"ag_gemm", main_ag_gemm, "weft_ag_gemm beside NCCL AllGather + cuBLAS (-a auto|ce|seq)",
+     OVERLAP_OPTS},
+    {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (-a sm: fused scatter)",
+     OVERLAP_OPTS},
+    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (-a sm: SM consumer; ll)",
+     OVERLAP_OPTS},
 };
+
+
+static const char legend[] =
+    "options (nccl-tests' letters where it has the option):\n"
+    "  -b, -e SIZE  smallest and largest size in bytes (K, M, G suffixes)\n"
+    "  -f FACTOR    each size this many times the one before (> 1)\n"
+    "  -s M,N,K     a shape, repeatable (default: DESIGN.md's shapes)\n"
+    "  -l nk|kn     B stored [n, k] or [k, n]\n"
+    "  -d TYPE      the data type\n"
+    "  -a ALGO      weft's algorithm (auto: weft chooses)\n"
+    "  -n, -w N     timed and warm-up samples, a sample being 10 calls back to back\n"
+    "  -G 0|1       1: each sample replays its calls as one CUDA graph\n"
+    "  -c 0|1       1 (default): each size checked once, every element, before it is timed\n"
+    "  -J FILE      the rows also as JSON\n"
+    "  --autotune   each shape's plans timed as the whole op on its checked call, the fastest kept\n"
+    "  --hooks      gemm: also the kernels with the overlap hooks compiled in\n"
+    "  --hot        gemm: one copy of the operands (L2-resident timings)\n"
+    "  --config     gemm: a tile configuration as a run of its own, repeatable\n"
+    "The matrix suites check each shape once, weft's output against cuBLAS (+ NCCL)'s.\n";
+
+/* The usage of `suite` (NULL: every suite) to `to`. */
+static void usage(FILE *to, const char *suite) {
+  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+    if (suite && !strcmp(suite, suites[i].name)) {
+      fprintf(to, "usage: weftrun -n N weft-bench %s %s\n  %s\n%s", suite, suites[i].opts,
+              suites[i].what, legend);
+      return;
+    }
+  fprintf(to, "usage: weftrun -n N weft-bench <suite> [options] (weft-bench <suite> -h: its options)\nsuites:\n");
+  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+    fprintf(to, "  %-15s %s\n", suites[i].name, suites[i].what);
+}
+
+void bench_usage_exit(const char *suite) {
+  usage(stderr, suite);
+  exit(2);
+}
+
+static int is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a log as they are measured, also if killed */
   if (argc >= 2)
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-      if (!strcmp(argv[1], suites[i].name)) return suites[i].main(argc - 2, argv + 2);
-  /* asked for (-h, --help): the usage on stdout and success; otherwise on stderr, an error */
-  int asked = argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
-  FILE *to = asked ? stdout : stderr;
-  fprintf(to, "usage: weftrun -n N weft-bench <suite> [options]\nsuites:\n");
-  for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-    fprintf(to, "  %-15s %s\n", suites[i].name, suites[i].what);
+      if (!strcmp(argv[1], suites[i].name)) {
+        for (int a = 2; a < argc; a++)
+          if (is_help(argv[a])) {
+            usage(stdout, argv[1]);
+            return 0;
+          }
+        return suites[i].main(argc - 2, argv + 2);
+      }
+  /* asked for: the usage on stdout and success; otherwise on stderr, an error */
+  int asked = argc >= 2 && is_help(argv[1]);
+  usage(asked ? stdout : stderr, NULL);
   return asked ? 0 : 2;
 }
