@@ -69,7 +69,13 @@ def collective_table(suite, ranks, label, rows):
     for r in rows:
         bw = r["weft_busbw"] / r["nccl_busbw"] if r.get("nccl_busbw") else float("nan")
         print(f"| {size(r['bytes'])} | {r['weft_us']:.1f} | {r['nccl_us']:.1f} | {r['nccl_us'] / r['weft_us']:.2f}x "
-              f"| {r['weft_busbw']:.1f} | {r['nccl_busbw']:.1f} | {bw:.2f}x | {r.get('wrong', 0)} |")
+              f"| {r['weft_busbw']:.1f} | {r['nccl_busbw']:.1f} | {bw:.2f}x | {wrong(r)} |")
+
+
+def wrong(r):
+    """The row's wrong count; weft-bench -c 0 writes -1 (not checked)."""
+    w = r.get("wrong", 0)
+    return "N/A" if w < 0 else f"{w:g}"
 
 
 def check(what, rows, figure, holds, fmt):
@@ -114,7 +120,7 @@ def overlap_table(suite, ranks, label, rows, peers):
         tt += f" | {tg / r['gemm_ms']:.3f}" if t and tg else " | —"
         print(f"| {r['M']}, {r['N']}, {r['K']} | {r['gemm_ms']:.3f} | {r['comm_ms']:.3f} | {r['baseline_ms']:.3f} "
               f"| {r['weft_ms']:.3f} | {r['exposed_ms']:.3f} | {r['speedup']:.3f}x | {100 * r['bound_share']:.1f} "
-              f"| {tt} | {r.get('wrong', 0)} |")
+              f"| {tt} | {wrong(r)} |")
     g = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows)) if rows else float("nan")
     print(f"\nGeometric-mean speedup over cuBLAS+NCCL: {g:.3f}x ({len(rows)} shapes)")
     return g
