@@ -107,6 +107,12 @@ void bench_finish(bench_t *b) {
   exit(total ? 1 : 0);
 }
 
+const char *bench_wrong_text(int wrong, char *buf) {
+  if (wrong == BENCH_UNCHECKED) return "N/A";
+  snprintf(buf, 16, "%d", wrong);
+  return buf;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

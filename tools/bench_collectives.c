@@ -94,11 +94,10 @@ void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, c
   int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
   if (b->rank) return;
   double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
-  char sw[16] = "N/A", sn[16] = "N/A";
-  if (ww != BENCH_UNCHECKED) snprintf(sw, sizeof sw, "%d", ww);
-  if (wn != BENCH_UNCHECKED) snprintf(sn, sizeof sn, "%d", wn);
+  char sw[16], sn[16];
   printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f\n", bytes, count,
-         type, us_w, aw, aw * bus_factor, sw, us_n, an, an * bus_factor, sn, us_n / us_w);
+         type, us_w, aw, aw * bus_factor, bench_wrong_text(ww, sw), us_n, an, an * bus_factor,
+         bench_wrong_text(wn, sn), us_n / us_w);
   const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
   double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w, ww};
   bench_json_row(b, suite, b->opt.algo ? b->opt.algo : "auto", 7, k, v);

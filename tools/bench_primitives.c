@@ -209,10 +209,9 @@ int main_primitives(int argc, char **argv) {
       b.wrong += wrong;
       int all_wrong = b.opt.check ? (int)bench_max_across_ranks(&b, wrong) : BENCH_UNCHECKED;
       if (b.rank == 0) {
-        char sw[16] = "N/A";
-        if (all_wrong != BENCH_UNCHECKED) snprintf(sw, sizeof sw, "%d", all_wrong);
+        char sw[16];
         printf(" %12zu %12.1f %12.1f %12.1f %9.2f %9s\n", bytes, gbs[0], gbs[1], gbs[2],
-               gbs[0] / gbs[2], sw);
+               gbs[0] / gbs[2], bench_wrong_text(all_wrong, sw));
         const char *k[] = {"bytes", "ce_gbs", "sm_gbs", "memcpy_peer_gbs", "wrong"};
         double v[] = {(double)bytes, gbs[0], gbs[1], gbs[2], all_wrong};
         bench_json_row(&b, "primitives", "put", 5, k, v);

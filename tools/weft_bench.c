@@ -52,10 +52,9 @@ static const struct {
      OVERLAP_OPTS},
     {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (-a sm: fused scatter)",
      OVERLAP_OPTS},
-    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (-a sm: SM consumer; ll)",
+    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (-a sm: SM consumer, ll: LL epilogue)",
      OVERLAP_OPTS},
 };
-
 
 static const char legend[] =
     "options (nccl-tests' letters where it has the option):\n"
@@ -83,7 +82,8 @@ static void usage(FILE *to, const char *suite) {
               suites[i].what, legend);
       return;
     }
-  fprintf(to, "usage: weftrun -n N weft-bench <suite> [options] (weft-bench <suite> -h: its options)\nsuites:\n");
+  fprintf(to, "usage: weftrun -n N weft-bench <suite> [options] (<suite> -h: its options)\n"
+              "suites:\n");
   for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
     fprintf(to, "  %-15s %s\n", suites[i].name, suites[i].what);
 }
