@@ -24,7 +24,8 @@
 #define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops; /* o->ag: kernels/allgather.cu (ops.c) */
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/allgather.cu", NULL, 0, &o->ag));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_enter", &o->ag_enter));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_exit", &o->ag_exit));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_sm", &o->ag_sm));

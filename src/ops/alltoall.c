@@ -24,7 +24,8 @@
 #define A2A_LL_AUTO_PUSH (512u << 10)
 
 weft_status_t weft_alltoall_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops; /* o->a2a: kernels/alltoall.cu (ops.c) */
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/alltoall.cu", NULL, 0, &o->a2a));
   WEFT_CHECK(weft_module_get_kernel(o->a2a, "weft_a2a_sm", &o->a2a_sm));
   WEFT_CHECK(weft_module_get_kernel(o->a2a, "weft_a2a_ll", &o->a2a_ll));
   WEFT_CHECK(weft_malloc(comm, (size_t)comm->local_world * WEFT_A2A_INBOX_WORDS * sizeof(uint64_t),

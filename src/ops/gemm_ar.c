@@ -53,16 +53,13 @@
  * pieces, 2 beat 3 by 1-33% on the same runs: dev/overlap/NOTES.md) */
 #define GEMM_AR_SCATTER_SHARE 2
 
-int weft_gemm_ar_options(const weft_comm_t *comm, char buf[][48], const char **opts) {
-  snprintf(buf[0], sizeof buf[0], "-DWEFT_RED_BATCH=%d", comm->local_world);
-  snprintf(buf[1], sizeof buf[1], "-DWEFT_RED_UNROLL=%d",
-           comm->local_world < 8 ? 8 / comm->local_world : 1);
-  opts[0] = buf[0], opts[1] = buf[1];
-  return 2;
-}
-
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops; /* o->gemm_ar: kernels/gemm_ar.cu (ops.c) */
+  weft_ops_t *o = &comm->ops;
+  char batch[32], unroll[32];
+  const char *opts[] = {batch, unroll};
+  snprintf(batch, sizeof batch, "-DWEFT_RED_BATCH=%d", comm->local_world);
+  snprintf(unroll, sizeof unroll, "-DWEFT_RED_UNROLL=%d", comm->local_world < 8 ? 8 / comm->local_world : 1);
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_ar.cu", opts, 2, &o->gemm_ar));
   WEFT_CHECK(weft_module_get_kernel(o->gemm_ar, "weft_gemm_ar_reduce", &o->gemm_ar_reduce));
   CUdeviceptr ctr;
   WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_AR_COUNTERS * sizeof(uint64_t)));

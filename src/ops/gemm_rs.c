@@ -57,7 +57,8 @@
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops; /* o->gemm_rs: kernels/gemm_rs.cu (ops.c) */
+  weft_ops_t *o = &comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_rs.cu", NULL, 0, &o->gemm_rs));
   WEFT_CHECK(weft_module_get_kernel(o->gemm_rs, "weft_gemm_rs_reduce", &o->gemm_rs_reduce));
   o->gemm_rs_counters = GEMM_RS_COUNTERS;
   CUdeviceptr ctr;

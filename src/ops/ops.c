@@ -1,95 +1,27 @@
 /* ops.c — the table of ops and the shared machinery (the side stream for copy-engine work). */
 #include "ops.h"
 
-#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "../jit/embedded.h"
 #include "../jit/jit.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm.h"
 
-/* module: the op's kernel file, loaded into the weft_ops_t field at offset `field` before init
- * (NULL: none, or the op loads its own specialisations, as gemm's); options: its -D set. */
 static const struct {
   const char *name;
   weft_status_t (*init)(weft_comm_t *);
   void (*destroy)(weft_comm_t *);
-  const char *module;
-  weft_ops_options_fn options;
-  size_t field;
 } ops_table[] = {
-    {"allgather", weft_allgather_init, weft_allgather_destroy, "kernels/allgather.cu", NULL,
-     offsetof(weft_ops_t, ag)},
-    {"gemm", weft_gemm_init, weft_gemm_destroy, NULL, NULL, 0},
-    {"reduce", weft_reduce_init, weft_reduce_destroy, "kernels/reduce.cu", weft_reduce_options,
-     offsetof(weft_ops_t, red)},
-    {"ag_gemm", weft_ag_gemm_init, weft_ag_gemm_destroy, NULL, NULL, 0},
-    {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy, "kernels/gemm_rs.cu", NULL,
-     offsetof(weft_ops_t, gemm_rs)},
-    {"gemm_ar", weft_gemm_ar_init, weft_gemm_ar_destroy, "kernels/gemm_ar.cu",
-     weft_gemm_ar_options, offsetof(weft_ops_t, gemm_ar)},
-    {"alltoall", weft_alltoall_init, weft_alltoall_destroy, "kernels/alltoall.cu", NULL,
-     offsetof(weft_ops_t, a2a)},
+    {"allgather", weft_allgather_init, weft_allgather_destroy},
+    {"gemm", weft_gemm_init, weft_gemm_destroy},
+    {"reduce", weft_reduce_init, weft_reduce_destroy},
+    {"ag_gemm", weft_ag_gemm_init, weft_ag_gemm_destroy},
+    {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy},
+    {"gemm_ar", weft_gemm_ar_init, weft_gemm_ar_destroy},
+    {"alltoall", weft_alltoall_init, weft_alltoall_destroy},
 };
-#define OPS_COUNT (sizeof ops_table / sizeof ops_table[0])
-
-/* One op module's compile on its own thread (ops_load_modules). */
-typedef struct ops_compile {
-  pthread_t thread;
-  int started;
-  const char *source, *name;
-  char buf[WEFT_OPS_MAX_OPTIONS][48];
-  const char *opts[WEFT_OPS_MAX_OPTIONS];
-  int nopts;
-  void *cubin;
-  size_t size;
-  char *log;
-  weft_status_t status;
-} ops_compile_t;
-
-static void *ops_compile_run(void *arg) {
-  ops_compile_t *c = arg;
-  c->status = weft_jit_compile(c->source, c->name, c->opts, c->nopts, &c->cubin, &c->size, &c->log);
-  return NULL;
-}
-
-/* Loads every op's module: compiled on parallel threads (NVRTC, or the JIT cache), then loaded
- * one by one on this thread in the table's order. A fresh machine's first init compiles them
- * all: one after another, 11.1 s for a 2-rank job against 0.8 s with the cache warm (H200 pair,
- * 2026-11-26); reduce.cu alone takes about half of the compile time. A compile that failed on
- * its thread (or a thread that did not start) is redone by the load, which records the error. */
-static weft_status_t ops_load_modules(weft_comm_t *comm) {
-  ops_compile_t c[OPS_COUNT];
-  memset(c, 0, sizeof c);
-  for (size_t i = 0; i < OPS_COUNT; i++) {
-    if (!ops_table[i].module) continue;
-    const weft_embedded_file_t *e = weft_embedded_find(ops_table[i].module);
-    if (!e) continue; /* the load reports it */
-    c[i].source = e->data, c[i].name = e->name;
-    c[i].nopts = ops_table[i].options ? ops_table[i].options(comm, c[i].buf, c[i].opts) : 0;
-    c[i].started = pthread_create(&c[i].thread, NULL, ops_compile_run, &c[i]) == 0;
-  }
-  weft_status_t st = WEFT_STATUS_SUCCESS;
-  for (size_t i = 0; i < OPS_COUNT; i++) {
-    if (!ops_table[i].module) continue;
-    if (c[i].started) pthread_join(c[i].thread, NULL);
-    struct weft_module **m = (struct weft_module **)((char *)&comm->ops + ops_table[i].field);
-    int compiled = c[i].started && c[i].status == WEFT_STATUS_SUCCESS;
-    if (compiled && c[i].log && *c[i].log)
-      WEFT_INFO("jit: %s compiled with messages:\n%s", c[i].name, c[i].log);
-    if (st == WEFT_STATUS_SUCCESS && compiled)
-      st = weft_module_load_cubin(comm, c[i].cubin, c[i].size, c[i].name, m);
-    else if (st == WEFT_STATUS_SUCCESS)
-      st = weft_module_load_embedded(comm, ops_table[i].module, c[i].opts, c[i].nopts, m);
-    weft_jit_free(c[i].cubin);
-    weft_jit_free(c[i].log);
-  }
-  return st;
-}
 
 size_t weft_dtype_size(weft_dtype_t dtype) {
   static const size_t sizes[WEFT_DTYPE_COUNT] = {1, 4, 2, 2, 4, 8};
@@ -139,8 +71,7 @@ weft_status_t weft_ops_init(weft_comm_t *comm) {
   WEFT_CU(comm, cuEventCreate(&o->fork, CU_EVENT_DISABLE_TIMING));
   WEFT_CU(comm, cuStreamCreate(&o->side, CU_STREAM_NON_BLOCKING));
   WEFT_CU(comm, cuEventCreate(&o->join, CU_EVENT_DISABLE_TIMING));
-  WEFT_CHECK(ops_load_modules(comm));
-  for (size_t i = 0; i < OPS_COUNT; i++) {
+  for (size_t i = 0; i < sizeof ops_table / sizeof ops_table[0]; i++) {
     weft_status_t st = ops_table[i].init(comm);
     if (st != WEFT_STATUS_SUCCESS) return st;
     WEFT_TRACE("op %s ready", ops_table[i].name);
@@ -277,7 +208,7 @@ int weft_ops_comm_sms(int sms, int override, long long m, long long n, int tile_
 
 void weft_ops_destroy(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  for (size_t i = OPS_COUNT; i-- > 0;) ops_table[i].destroy(comm);
+  for (size_t i = sizeof ops_table / sizeof ops_table[0]; i-- > 0;) ops_table[i].destroy(comm);
   if (o->side) weft_cu.cuStreamDestroy(o->side);
   if (o->join) weft_cu.cuEventDestroy(o->join);
   if (o->fork) weft_cu.cuEventDestroy(o->fork);

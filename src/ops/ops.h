@@ -106,13 +106,7 @@ typedef struct weft_ops {
 weft_status_t weft_ops_init(weft_comm_t *comm);
 void weft_ops_destroy(weft_comm_t *comm);
 
-/* One op's hooks (ops.c's table). An op with a kernel file has its module loaded into its
- * weft_ops_t field before its init runs; the options hook gives the -D set it compiles with on
- * comm (at most WEFT_OPS_MAX_OPTIONS, written into buf, pointed to by opts; returns how many). */
-#define WEFT_OPS_MAX_OPTIONS 4
-typedef int (*weft_ops_options_fn)(const weft_comm_t *comm, char buf[][48], const char **opts);
-int weft_reduce_options(const weft_comm_t *comm, char buf[][48], const char **opts);
-int weft_gemm_ar_options(const weft_comm_t *comm, char buf[][48], const char **opts);
+/* One op's hooks (ops.c's table). */
 weft_status_t weft_allgather_init(weft_comm_t *comm);
 void weft_allgather_destroy(weft_comm_t *comm);
 weft_status_t weft_gemm_init(weft_comm_t *comm);

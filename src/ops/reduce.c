@@ -87,15 +87,12 @@ static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
   return WEFT_LL128_BYTES(per);
 }
 
-int weft_reduce_options(const weft_comm_t *comm, char buf[][48], const char **opts) {
-  (void)buf;
-  /* the LL forms poll four ranks' lines at once above 2 ranks (kernels/reduce.cu says why) */
-  opts[0] = "-DWEFT_RED_LL_BATCH=4";
-  return comm->local_world > 2;
-}
-
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops; /* o->red: kernels/reduce.cu (ops.c) */
+  weft_ops_t *o = &comm->ops;
+  /* the LL forms poll four ranks' lines at once above 2 ranks (kernels/reduce.cu says why) */
+  const char *batch[] = {"-DWEFT_RED_LL_BATCH=4"};
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", batch, comm->local_world > 2,
+                                       &o->red));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
   WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
