@@ -6,7 +6,7 @@
  * calls a multimem primitive while multicast is off (always, on weft's machines) must trap with a
  * message before any multimem instruction runs, and the job must fail. Then a normal job on the
  * same GPUs must work: a trapped context leaves nothing behind for the next process. A normal job
- * runs first too (the JIT cache warm for the timed jobs).
+ * runs first too (the machine warm for the timed jobs).
  */
 // weft-test: ranks=driver timeout=120
 #include "gpu_test.h"
@@ -115,9 +115,10 @@ int main(int argc, char **argv) {
   test_precompile(busy_src, "busy.cu");
   static char out[1 << 16];
   char cmd[4096];
-  /* A normal job first: its weft_comm_init fills the JIT cache, so that the jobs timed below
-   * time their deadlines, not NVRTC (a cold cache's init took ~10 s on an H200 pair and failed
-   * the hang job's limit, 2026-11-26). */
+  /* A normal job first, so that the jobs timed below time their deadlines, not a fresh machine's
+   * first process (libraries off disk, the GPUs' first context, the JIT cache filled): run first
+   * on a fresh H200 pair, the hang job took 12.5 s against its 12 s limit; a 2-rank job's first
+   * run took 11.1 s there, the next ones 0.7-2.2 s, cache cold or warm (2026-11-26). */
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=ok %s -n 2 %s 2>&1", argv[1], argv[0]);
   int rc = run(cmd, out, sizeof out);
   printf("---- a normal job (JIT cache warm-up): exit %d\n%s----\n", rc, out);
