@@ -239,7 +239,7 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
   BENCH_CU(cuEventDestroy(e1));
 }
 
-const char *bench_data_src =
+static const char *bench_data_src =
     "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
     "                                 unsigned long long seed) {\n"
     "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
@@ -267,3 +267,11 @@ const char *bench_data_src =
     "  }\n"
     "  atomicAdd(&acc[0], e); atomicAdd(&acc[1], r); atomicAdd(&acc[2], bad);\n"
     "}\n";
+
+weft_module_t *bench_data_load(bench_t *b, weft_kernel_t **fill, weft_kernel_t **diff) {
+  weft_module_t *mod;
+  BENCH_CHECK(weft_module_load(b->comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
+  BENCH_CHECK(weft_module_get_kernel(mod, "fill", fill));
+  BENCH_CHECK(weft_module_get_kernel(mod, "diff", diff));
+  return mod;
+}

@@ -135,10 +135,11 @@ typedef struct bench_mm_opts {
 int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v);
 int bench_mm_check(const bench_mm_opts_t *o);
 
-/* Kernels for the benchmarks' data (compile with weft_module_load): fill(p, n, fp16, seed) draws
- * n uniform values in [-1, 1) rounded to bf16 or fp16; diff(x, y, n, fp16, acc) adds
- * sum (x - y)^2, sum y^2 and the count of non-finite x to acc[0..2] (16-bit x and y). */
-extern const char *bench_data_src;
+/* The benchmarks' data kernels, loaded on b's GPU (weft_module_unload the module when done):
+ * fill(p, n, fp16, seed) draws n uniform values in [-1, 1) rounded to bf16 or fp16;
+ * diff(x, y, n, fp16, acc) adds sum (x - y)^2, sum y^2 and the count of non-finite x to
+ * acc[0..2] (16-bit x and y). */
+weft_module_t *bench_data_load(bench_t *b, weft_kernel_t **fill, weft_kernel_t **diff);
 
 /* ---- collectives beside NCCL (bench_collectives.c) ---------------------------------------- */
 

@@ -162,11 +162,8 @@ int main_gemm(int argc, char **argv) {
   x.b = &b;
   CUdeviceptr blas_ws;
   bench_cublas_create(&b, &x.blas, &blas_ws);
-  weft_module_t *mod;
   weft_kernel_t *k_fill, *k_diff;
-  BENCH_CHECK(weft_module_load(b.comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
-  BENCH_CHECK(weft_module_get_kernel(mod, "fill", &k_fill));
-  BENCH_CHECK(weft_module_get_kernel(mod, "diff", &k_diff));
+  weft_module_t *mod = bench_data_load(&b, &k_fill, &k_diff);
   weft_dtype_t in = strcmp(dtype, "fp16") ? WEFT_DTYPE_BF16 : WEFT_DTYPE_FP16;
   int fp16 = in == WEFT_DTYPE_FP16;
 

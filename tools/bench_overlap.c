@@ -151,11 +151,8 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   x.nc = bench_nccl_init(&b);
   CUdeviceptr blas_ws;
   bench_cublas_create(&b, &x.blas, &blas_ws);
-  weft_module_t *mod;
   weft_kernel_t *k_fill, *k_diff;
-  BENCH_CHECK(weft_module_load(b.comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
-  BENCH_CHECK(weft_module_get_kernel(mod, "fill", &k_fill));
-  BENCH_CHECK(weft_module_get_kernel(mod, "diff", &k_diff));
+  weft_module_t *mod = bench_data_load(&b, &k_fill, &k_diff);
   CUdeviceptr acc;
   BENCH_CU(cuMemAlloc(&acc, 3 * sizeof(double)));
   if (b.rank == 0) {
