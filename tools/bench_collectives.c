@@ -146,8 +146,8 @@ int main_allgather(int argc, char **argv) {
     x.per = per;
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
     int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
-    if (b.opt.check) { /* both once: fresh data, poisoned outputs */
-      wrong[0] = wrong[1] = 0;
+    for (int c = 0; c < b.opt.check; c++, round++) { /* -c calls of both: fresh data, poisoned outputs */
+      if (c == 0) wrong[0] = wrong[1] = 0;
       for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
       memcpy(hsend, want + (size_t)b.rank * per, per);
       BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
@@ -160,7 +160,6 @@ int main_allgather(int argc, char **argv) {
       BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
       for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
     }
-    round++;
     double us_w, us_n;
     bench_time_pair(&b, ag_call, &x, &us_w, &us_n);
     bench_coll_row(&b, "allgather", tot, tot, "uint8", us_w, us_n, (double)(b.world - 1) / b.world,
@@ -279,8 +278,8 @@ static int red_main(int argc, char **argv, int allreduce) {
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
     int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
-    if (b.opt.check) { /* both once: fresh inputs, poisoned outputs */
-      wrong[0] = wrong[1] = 0;
+    for (int c = 0; c < b.opt.check; c++, round++) { /* -c calls of both: fresh inputs, poisoned outputs */
+      if (c == 0) wrong[0] = wrong[1] = 0;
       for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
       BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
       BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
@@ -296,7 +295,6 @@ static int red_main(int argc, char **argv, int allreduce) {
         }
       }
     }
-    round++;
     double us_w, us_n;
     bench_time_pair(&b, red_call, &x, &us_w, &us_n);
     double factor = allreduce ? 2.0 * (b.world - 1) / b.world : (double)(b.world - 1) / b.world;
@@ -425,9 +423,11 @@ static int a2a_main(int argc, char **argv, int v) {
     for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
     if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
     int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
-    if (b.opt.check) { /* both once: fresh data, poisoned outputs */
-      wrong[0] = wrong[1] = 0;
-      bench_fill(hsend, bytes, (unsigned)(b.rank * 131 + round));
+    /* -c calls of both: fresh data (the counts stay this size's round's), poisoned outputs */
+    for (int c = 0; c < b.opt.check; c++) {
+      if (c == 0) wrong[0] = wrong[1] = 0;
+      unsigned draw = round * 1024u + (unsigned)c;
+      bench_fill(hsend, bytes, (unsigned)b.rank * 131 + draw);
       BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
       BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
       BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
@@ -437,7 +437,7 @@ static int a2a_main(int argc, char **argv, int v) {
       BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
       for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
         a2a_counts(&peer, q, b.world, n, round);
-        bench_fill(hpeer, bytes, (unsigned)(q * 131 + round));
+        bench_fill(hpeer, bytes, (unsigned)q * 131 + draw);
         const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
         for (int which = 0; which < 2; which++)
           for (size_t i = 0; i < x.rcount[q]; i++)
