@@ -19,7 +19,7 @@ typedef struct bench_opts {
   double factor;     /* -f: size multiplier */
   int iters, warmup; /* -n, -w */
   int graph;         /* -G 1: each sample is one CUDA graph of the batch (launch costs out) */
-  int check;         /* -c: checked calls of each op a size (default 1; primitives: once; 0: none) */
+  int check;         /* -c: checked calls of each op a size (1; primitives once; 0 none) */
   const char *dtype; /* -d */
   const char *algo;  /* -a */
   const char *json;  /* -J */

@@ -146,7 +146,8 @@ int main_allgather(int argc, char **argv) {
     x.per = per;
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
     int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
-    for (int c = 0; c < b.opt.check; c++, round++) { /* -c calls of both: fresh data, poisoned outputs */
+    /* -c calls of both: fresh data, poisoned outputs */
+    for (int c = 0; c < b.opt.check; c++, round++) {
       if (c == 0) wrong[0] = wrong[1] = 0;
       for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
       memcpy(hsend, want + (size_t)b.rank * per, per);
@@ -278,7 +279,8 @@ static int red_main(int argc, char **argv, int allreduce) {
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
     int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
-    for (int c = 0; c < b.opt.check; c++, round++) { /* -c calls of both: fresh inputs, poisoned outputs */
+    /* -c calls of both: fresh inputs, poisoned outputs */
+    for (int c = 0; c < b.opt.check; c++, round++) {
       if (c == 0) wrong[0] = wrong[1] = 0;
       for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
       BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
