@@ -155,6 +155,7 @@ int main_gemm(int argc, char **argv) {
   }
   memset(&b, 0, sizeof b);
   b.opt.iters = iters, b.opt.warmup = o.warmup, b.opt.graph = o.graph, b.opt.json = o.json, b.opt.dtype = dtype;
+  b.opt.check = 1; /* every shape is checked once (the header's -c, bench_finish's verdict) */
   bench_init(&b, "gemm");
 
   gemm_ctx_t x;

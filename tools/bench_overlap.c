@@ -136,6 +136,7 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   memset(&b, 0, sizeof b);
   b.opt.iters = o.iters, b.opt.warmup = o.warmup, b.opt.graph = o.graph, b.opt.json = o.json, b.opt.dtype = dtype,
   b.opt.algo = algo;
+  b.opt.check = 1; /* every shape is checked once (the header's -c, bench_finish's verdict) */
   bench_init(&b, suite);
   int ws = b.world;
   ov_t x;
