@@ -107,11 +107,13 @@ void bench_finish(bench_t *b) {
   exit(total ? 1 : 0);
 }
 
-const char *bench_wrong_text(int wrong, char *buf) {
-  if (wrong == BENCH_UNCHECKED) return "N/A";
+const char *bench_wrong_text(const bench_t *b, int wrong, char *buf) {
+  if (!b->opt.check) return "N/A";
   snprintf(buf, 16, "%d", wrong);
   return buf;
 }
+
+double bench_wrong_json(const bench_t *b, int wrong) { return b->opt.check ? wrong : -1; }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -90,16 +90,17 @@ void bench_coll_header(bench_t *b, const char *suite) {
 
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
                     double us_w, double us_n, double bus_factor, int wrong_w, int wrong_n) {
-  if (wrong_w != BENCH_UNCHECKED) b->wrong += wrong_w;
+  b->wrong += wrong_w;
   int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
   if (b->rank) return;
   double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
   char sw[16], sn[16];
   printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f\n", bytes, count,
-         type, us_w, aw, aw * bus_factor, bench_wrong_text(ww, sw), us_n, an, an * bus_factor,
-         bench_wrong_text(wn, sn), us_n / us_w);
+         type, us_w, aw, aw * bus_factor, bench_wrong_text(b, ww, sw), us_n, an, an * bus_factor,
+         bench_wrong_text(b, wn, sn), us_n / us_w);
   const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
-  double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w, ww};
+  double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w,
+                bench_wrong_json(b, ww)};
   bench_json_row(b, suite, b->opt.algo ? b->opt.algo : "auto", 7, k, v);
 }
 
@@ -145,10 +146,9 @@ int main_allgather(int argc, char **argv) {
     size_t tot = per * (size_t)b.world;
     x.per = per;
     x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
-    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    int wrong[2] = {0, 0};
     /* -c calls of both: fresh data, poisoned outputs */
     for (int c = 0; c < b.opt.check; c++, round++) {
-      if (c == 0) wrong[0] = wrong[1] = 0;
       for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
       memcpy(hsend, want + (size_t)b.rank * per, per);
       BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
@@ -278,10 +278,9 @@ static int red_main(int argc, char **argv, int allreduce) {
     if (x.algo == WEFT_ALGO_LL && out * elem > WEFT_ALLREDUCE_LL_MAX_BYTES(world)) break;
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
-    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    int wrong[2] = {0, 0};
     /* -c calls of both: fresh inputs, poisoned outputs */
     for (int c = 0; c < b.opt.check; c++, round++) {
-      if (c == 0) wrong[0] = wrong[1] = 0;
       for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
       BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
       BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
@@ -424,10 +423,9 @@ static int a2a_main(int argc, char **argv, int v) {
     a2a_counts(&x, b.rank, b.world, n, round);
     for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
     if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
-    int wrong[2] = {BENCH_UNCHECKED, BENCH_UNCHECKED};
+    int wrong[2] = {0, 0};
     /* -c calls of both: fresh data (the counts stay this size's round's), poisoned outputs */
     for (int c = 0; c < b.opt.check; c++) {
-      if (c == 0) wrong[0] = wrong[1] = 0;
       unsigned draw = round * 1024u + (unsigned)c;
       bench_fill(hsend, bytes, (unsigned)b.rank * 131 + draw);
       BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));

@@ -207,13 +207,13 @@ int main_primitives(int argc, char **argv) {
         if (b.rank == 0) gbs[method] = bytes / (bench_median(t, n) * 1e-3) / 1e9;
       }
       b.wrong += wrong;
-      int all_wrong = b.opt.check ? (int)bench_max_across_ranks(&b, wrong) : BENCH_UNCHECKED;
+      int all_wrong = (int)bench_max_across_ranks(&b, wrong);
       if (b.rank == 0) {
         char sw[16];
         printf(" %12zu %12.1f %12.1f %12.1f %9.2f %9s\n", bytes, gbs[0], gbs[1], gbs[2],
-               gbs[0] / gbs[2], bench_wrong_text(all_wrong, sw));
+               gbs[0] / gbs[2], bench_wrong_text(&b, all_wrong, sw));
         const char *k[] = {"bytes", "ce_gbs", "sm_gbs", "memcpy_peer_gbs", "wrong"};
-        double v[] = {(double)bytes, gbs[0], gbs[1], gbs[2], all_wrong};
+        double v[] = {(double)bytes, gbs[0], gbs[1], gbs[2], bench_wrong_json(&b, all_wrong)};
         bench_json_row(&b, "primitives", "put", 5, k, v);
       }
     }
