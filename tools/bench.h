@@ -95,6 +95,10 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
 /* Initialises the communicator and stream and prints the header on rank 0. */
 void bench_init(bench_t *b, const char *suite);
 void bench_finish(bench_t *b);
+/* A wrong count as its column's text in buf (16 bytes): the number, or N/A where -c 0 left the
+ * outputs unchecked; bench_wrong_json: the JSON's value, -1 for N/A. */
+const char *bench_wrong_text(const bench_t *b, int wrong, char *buf);
+double bench_wrong_json(const bench_t *b, int wrong);
 
 /* Median of n doubles (sorts in place). */
 double bench_median(double *v, int n);
@@ -171,10 +175,6 @@ void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx);
 /* The table of a collective suite: header, then one row per size (times from bench_time_pair,
  * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
  * go to the JSON file too and wrong values to the exit status. */
-/* A wrong count as its column's text in buf (16 bytes): the number, or N/A where -c 0 left the
- * outputs unchecked; bench_wrong_json: the JSON's value, -1 for N/A. */
-const char *bench_wrong_text(const bench_t *b, int wrong, char *buf);
-double bench_wrong_json(const bench_t *b, int wrong);
 void bench_coll_header(bench_t *b, const char *suite);
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
                     double us_weft, double us_nccl, double bus_factor, int wrong_weft,
