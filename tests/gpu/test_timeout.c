@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
    * run took 11.1 s there, the next ones 0.7-2.2 s, cache cold or warm (2026-11-26). */
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=ok %s -n 2 %s 2>&1", argv[1], argv[0]);
   int rc = run(cmd, out, sizeof out);
-  printf("---- a normal job (JIT cache warm-up): exit %d\n%s----\n", rc, out);
+  printf("---- a normal job (warm-up): exit %d\n%s----\n", rc, out);
   if (rc == 77) return 77;
   if (rc != 0) {
     printf("FAILED: the normal job did not work\n");
