@@ -15,6 +15,18 @@ static size_t parse_size_or_die(const char *s) {
   return (size_t)v;
 }
 
+void bench_set_timeout(const char *seconds) {
+  char *end;
+  double s = strtod(seconds, &end);
+  if (end == seconds || *end || !(s > 0) || s > 86400) {
+    fprintf(stderr, "weft-bench: -T %s: a number of seconds (0 < T <= 86400)\n", seconds);
+    exit(2);
+  }
+  char ms[32];
+  snprintf(ms, sizeof ms, "%.0f", s * 1000 < 1 ? 1 : s * 1000);
+  setenv("WEFT_TIMEOUT_MS", ms, 1);
+}
+
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
   memset(b, 0, sizeof *b);
   b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL};
@@ -22,7 +34,7 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (a[0] != '-' || !a[1] || a[2] || !v) {
-      fprintf(stderr, "weft-bench: bad option '%s' (-b -e -f -n -w -G -c -d -a -J; -h: help)\n", a);
+      fprintf(stderr, "weft-bench: bad option '%s' (-b -e -f -n -w -G -c -d -a -J -T; -h: help)\n", a);
       exit(2);
     }
     switch (a[1]) {
@@ -36,6 +48,7 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     case 'd': b->opt.dtype = v; break;
     case 'a': b->opt.algo = v; break;
     case 'J': b->opt.json = v; break;
+    case 'T': bench_set_timeout(v); break;
     default: fprintf(stderr, "weft-bench: unknown option '%s'\n", a); exit(2);
     }
     i++;
@@ -102,6 +115,9 @@ void bench_finish(bench_t *b) {
     printf("# Out of bounds values : N/A (-c 0: not checked)\n");
   else if (b->rank == 0)
     printf("# Out of bounds values : %d %s\n", total, total ? "FAILED" : "OK");
+  if (b->rank == 0 && b->busbw_rows)
+    printf("# Avg bus bandwidth    : weft %.2f, NCCL %.2f (GB/s, %d sizes)\n",
+           b->busbw_sum[0] / b->busbw_rows, b->busbw_sum[1] / b->busbw_rows, b->busbw_rows);
   weft_cu.cuStreamDestroy(b->stream);
   BENCH_CHECK(weft_comm_destroy(b->comm));
   exit(total ? 1 : 0);
@@ -168,6 +184,8 @@ int bench_mm_option(bench_mm_opts_t *o, const char *opt, const char *v) {
     o->graph = atoi(v);
   } else if (!strcmp(opt, "-J")) {
     o->json = v;
+  } else if (!strcmp(opt, "-T")) {
+    bench_set_timeout(v);
   } else {
     return 0;
   }

@@ -32,7 +32,9 @@ typedef struct bench {
   bench_opts_t opt;
   FILE *json;
   int json_rows;
-  int wrong; /* total wrong values seen */
+  int wrong;            /* total wrong values seen */
+  double busbw_sum[2];  /* weft's and NCCL's busbw over the collective rows: the footer's average */
+  int busbw_rows;
 } bench_t;
 
 /* Exit with a message naming the failed call (tools only). */
@@ -90,6 +92,8 @@ static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdevicept
 
 /* The suite's usage (weft_bench.c's table) on stderr, then exit(2): a bad option. */
 void bench_usage_exit(const char *suite);
+/* -T: every wait's deadline in seconds (WEFT_TIMEOUT_MS for this process; set before init). */
+void bench_set_timeout(const char *seconds);
 /* Parses the common options from argv (after the suite name); unknown options are an error. */
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max);
 /* Initialises the communicator and stream and prints the header on rank 0. */

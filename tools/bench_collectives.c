@@ -94,6 +94,7 @@ void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, c
   int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
   if (b->rank) return;
   double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
+  b->busbw_sum[0] += aw * bus_factor, b->busbw_sum[1] += an * bus_factor, b->busbw_rows++;
   char sw[16], sn[16];
   printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f\n", bytes, count,
          type, us_w, aw, aw * bus_factor, bench_wrong_text(b, ww, sw), us_n, an, an * bus_factor,

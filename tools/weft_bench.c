@@ -23,9 +23,10 @@ int main_gemm_ar(int argc, char **argv);
 /* The option synopses: the size sweeps' (bench_parse) and the matrix suites' (bench_mm_option) */
 #define SWEEP_OPTS                                                                      \
   "[-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-G 0|1] [-c checks] [-d type] [-a algo] " \
-  "[-J file.json]"
+  "[-T seconds] [-J file.json]"
 #define MM_OPTS \
-  "[-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] [-J file.json]"
+  "[-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] [-T seconds] " \
+  "[-J file.json]"
 #define OVERLAP_OPTS MM_OPTS " [-a auto|ce|sm|seq|ll] [--autotune]"
 
 static const struct {
@@ -68,6 +69,8 @@ static const char legend[] =
     "  -G 0|1       1: each sample replays its calls as one CUDA graph\n"
     "  -c N         calls of each op checked a size, every element, each on fresh data, before\n"
     "               the size is timed (default 1; primitives: once for any N > 0; 0: none)\n"
+    "  -T SECONDS   every wait's deadline (WEFT_TIMEOUT_MS): a hang fails the run, saying what\n"
+    "               it waited for\n"
     "  -J FILE      the rows also as JSON\n"
     "  --autotune   each shape's plans timed as the whole op on its checked call, the fastest kept\n"
     "  --hooks      gemm: also the kernels with the overlap hooks compiled in\n"
