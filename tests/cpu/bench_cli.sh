@@ -16,20 +16,23 @@ expect() { # rc, what, command...
     echo "FAIL: $what: exit $rc, expected $want"; cat "$tmp/out" "$tmp/err"; fails=$((fails + 1))
   fi
 }
+has() { # pattern, file, what
+  grep -q -- "$1" "$tmp/$2" || { echo "FAIL: $3"; fails=$((fails + 1)); }
+}
 expect 0 "weft-bench -h" "$wb" -h
 suites=$(sed -n '/^suites:/,$p' "$tmp/out" | awk 'NR > 1 {print $1}')
 [ -n "$suites" ] || { echo "FAIL: weft-bench -h lists no suites"; exit 1; }
 for s in $suites; do
   expect 0 "$s -h" "$wb" "$s" -h
-  grep -q "^usage: weftrun -n N weft-bench $s " "$tmp/out" || { echo "FAIL: $s -h: no usage line"; fails=$((fails + 1)); }
-  grep -q -- "-T SECONDS" "$tmp/out" || { echo "FAIL: $s -h: no option legend"; fails=$((fails + 1)); }
+  has "^usage: weftrun -n N weft-bench $s " out "$s -h: no usage line"
+  has "-T SECONDS" out "$s -h: no option legend"
 done
 expect 2 "no suite" "$wb"
-grep -q "^suites:" "$tmp/err" || { echo "FAIL: no suite: no usage on stderr"; fails=$((fails + 1)); }
+has "^suites:" err "no suite: no usage on stderr"
 expect 2 "unknown suite" "$wb" nosuch
 expect 2 "unknown option (a sweep suite)" "$wb" allreduce -x 1
 expect 2 "unknown option (a matrix suite)" "$wb" gemm_ar --nosuch 1
-grep -q "^usage: weftrun -n N weft-bench gemm_ar " "$tmp/err" || { echo "FAIL: gemm_ar: no usage on stderr"; fails=$((fails + 1)); }
+has "^usage: weftrun -n N weft-bench gemm_ar " err "gemm_ar: no usage on stderr"
 expect 2 "bad -T" "$wb" allreduce -T 0
 expect 2 "bad -T (matrix)" "$wb" gemm -T x
 expect 2 "bad --config" "$wb" gemm --config ZZ=1
