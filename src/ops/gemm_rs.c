@@ -149,9 +149,7 @@ static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t
   size_t seg = sum ? (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out) : 0;
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
-  lc.grid[0] = blocks > (unsigned long long)o->gpu.sms ? (unsigned)o->gpu.sms
-               : blocks                                  ? (unsigned)blocks
-                                                         : 1;
+  lc.grid[0] = weft_ops_gpu_grid(&o->gpu, blocks);
   lc.block[0] = GEMM_RS_THREADS;
   unsigned long long slot_bytes = slot, off = offset, expect = expected,
                      count = seg / weft_dtype_size(p->out);

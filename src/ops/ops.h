@@ -35,6 +35,11 @@ typedef struct weft_ops_gpu {
   int clusters[4];
 } weft_ops_gpu_t;
 
+/* A grid of `blocks` blocks, at least 1 and at most one a multiprocessor of g. */
+static inline unsigned weft_ops_gpu_grid(const weft_ops_gpu_t *g, unsigned long long blocks) {
+  return blocks < 1 ? 1u : blocks > (unsigned long long)g->sms ? (unsigned)g->sms : (unsigned)blocks;
+}
+
 /* g's clusters of `size` CTAs (1, 2, 4 or 8; 0 for any other size). */
 static inline int weft_ops_gpu_clusters(const weft_ops_gpu_t *g, int size) {
   return size == 1 ? g->clusters[0] : size == 2 ? g->clusters[1] : size == 4 ? g->clusters[2]

@@ -169,9 +169,7 @@ static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
 }
 
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
-  unsigned long long b = (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK;
-  unsigned long long sms = (unsigned long long)comm->ops.gpu.sms;
-  return b < 1 ? 1 : b > sms ? (unsigned)sms : (unsigned)b;
+  return weft_ops_gpu_grid(&comm->ops.gpu, (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK);
 }
 
 /* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
@@ -216,8 +214,7 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (threads + RED_LL_THREADS - 1) / RED_LL_THREADS;
   cfg.block[0] = RED_LL_THREADS;
-  unsigned long long sms = (unsigned long long)comm->ops.gpu.sms;
-  cfg.grid[0] = blocks > sms ? (unsigned)sms : (unsigned)blocks;
+  cfg.grid[0] = weft_ops_gpu_grid(&comm->ops.gpu, blocks);
   cfg.programmatic = 1;
   return weft_kernel_launch(k, &cfg, args, stream);
 }
