@@ -70,21 +70,23 @@ static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, uns
   }
 }
 
-/* weft_ll_load16 of n <= N lines (line i at src + i * stride) into v[i]: each spin loads every
+/* weft_ll_load16 of n <= LINES lines (line i at src + i * stride) into v[i]: each spin loads every
  * line not yet complete, all in flight before any flag is checked, so a reader of several
- * ranks' lines waits about one round trip after the last arrives, not one a line. */
-template <int N>
+ * ranks' lines waits about one round trip after the last arrives, not one a line. (Template
+ * parameters here are named as no user's -D macro would be: a module built with -DN=... once
+ * broke on `template <int N>`.) */
+template <int LINES>
 static __device__ __forceinline__ void weft_ll_load16_n(const void *src, weft_u64_t stride, int n,
-                                                        unsigned flag, weft_u64_t v[N]) {
-  if constexpr (N == 1) {
+                                                        unsigned flag, weft_u64_t v[LINES]) {
+  if constexpr (LINES == 1) {
     v[0] = weft_ll_load16(src, flag);
   } else {
     unsigned pending = (1u << n) - 1;
     weft_u64_t start = 0;
     for (unsigned spins = 0;; spins++) {
-      unsigned d0[N], f0[N], d1[N], f1[N];
+      unsigned d0[LINES], f0[LINES], d1[LINES], f1[LINES];
 #pragma unroll
-      for (int i = 0; i < N; i++)
+      for (int i = 0; i < LINES; i++)
         if (pending >> i & 1)
           asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                        : "=r"(d0[i]), "=r"(f0[i]), "=r"(d1[i]), "=r"(f1[i])
@@ -93,7 +95,7 @@ static __device__ __forceinline__ void weft_ll_load16_n(const void *src, weft_u6
       int first = -1;
       unsigned seen = 0;
 #pragma unroll
-      for (int i = 0; i < N; i++)
+      for (int i = 0; i < LINES; i++)
         if (pending >> i & 1) {
           if (f0[i] == flag && f1[i] == flag) {
             v[i] = ((weft_u64_t)d1[i] << 32) | d0[i];
@@ -222,16 +224,16 @@ static __device__ __forceinline__ void weft_ll128_load(const void *src, weft_u64
   }
 }
 
-/* weft_ll128_load of n <= N lines (line i at src + i * stride) into w0[i], w1[i]: each spin
+/* weft_ll128_load of n <= LINES lines (line i at src + i * stride) into w0[i], w1[i]: each spin
  * loads every line whose flag has not come yet, all in flight before any flag is checked, so a
  * reader of several peers' lines waits about one round trip after the last arrives, not one a
- * line. N = 1 is weft_ll128_load itself (the loop costs registers: a 2-rank AllReduce in LL128
+ * line. LINES = 1 is weft_ll128_load itself (the loop costs registers: a 2-rank AllReduce in LL128
  * ran 2-7% slower with it, 86 registers against 80). */
-template <int N>
+template <int LINES>
 static __device__ __forceinline__ void weft_ll128_load_n(const void *src, weft_u64_t stride, int n,
-                                                         weft_u64_t flag, weft_u64_t w0[N],
-                                                         weft_u64_t w1[N]) {
-  if constexpr (N == 1) {
+                                                         weft_u64_t flag, weft_u64_t w0[LINES],
+                                                         weft_u64_t w1[LINES]) {
+  if constexpr (LINES == 1) {
     weft_ll128_load(src, flag, &w0[0], &w1[0]);
   } else {
     const char *s = (const char *)src + 16 * (threadIdx.x & 7);
@@ -240,7 +242,7 @@ static __device__ __forceinline__ void weft_ll128_load_n(const void *src, weft_u
     for (unsigned spins = 0;; spins++) {
       __syncwarp(mask);
 #pragma unroll
-      for (int i = 0; i < N; i++)
+      for (int i = 0; i < LINES; i++)
         if (pending >> i & 1)
           asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
                        : "=l"(w0[i]), "=l"(w1[i])
@@ -249,7 +251,7 @@ static __device__ __forceinline__ void weft_ll128_load_n(const void *src, weft_u
       int first = -1; /* (pending and the flags are the group's: so are the branches) */
       weft_u64_t seen = 0;
 #pragma unroll
-      for (int i = 0; i < N; i++)
+      for (int i = 0; i < LINES; i++)
         if (pending >> i & 1) {
           weft_u64_t f = __shfl_sync(mask, w1[i], last);
           if (f == flag) pending &= ~(1u << i);

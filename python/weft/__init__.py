@@ -1,0 +1,402 @@
+"""weft for Python: a thin ctypes layer over libweft's C ABI (include/weft.h) for PyTorch users.
+
+One process per GPU, started by torchrun or weftrun (weft meets the other ranks at MASTER_ADDR,
+port MASTER_PORT + 1, or at WEFT_BOOTSTRAP_ADDR; include/weft.h lists the variables). Tensors are
+torch tensors; every op runs on the caller's current CUDA stream (or the `stream` given) and is
+capturable in a CUDA graph, as the C calls are. Usage, under `torchrun --nproc-per-node 4`:
+
+    import torch, weft
+    comm = weft.Comm()                                 # collective; binds GPU = local rank
+    torch.cuda.set_device(comm.device)
+    x = comm.empty((1 << 20,), torch.bfloat16)         # symmetric: the same offset on every rank
+    x.normal_()
+    comm.all_reduce(x)                                 # in place, summed in fp32
+    a = torch.randn(8192 // comm.world_size, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(14336 // comm.world_size, 4096, device="cuda", dtype=torch.bfloat16)
+    c = comm.ag_gemm(a, w)                             # [8192, 14336 / world] = gather(a) w^T
+    comm.free(x)                                       # collective, like the allocation
+    comm.destroy()                                     # collective
+
+Memory that peers read or write must come from the symmetric heap (`Comm.empty`): AllGather's
+and AllToAll's outputs, AllReduce's input and output, ReduceScatter's input, GEMM + AllReduce's
+output. Each call's docstring names them; the C library checks them and raises weft.Error if not.
+Symmetric tensors do not own their memory: `Comm.free` (collective: every rank frees the same
+tensors in the same order) or `Comm.destroy` returns it, and a tensor must not be used after.
+
+Errors raise weft.Error (status, status_name, and the library's last-error text).
+"""
+
+from ._capi import ALGOS, DTYPES, LAYOUTS, LIBRARY_PATH, RED_OPS, CommConfig, Error, call, lib
+
+import ctypes
+
+try:
+    import torch
+except ImportError:  # the C ABI without tensors: version, jit_compile, Comm's host calls
+    torch = None
+
+__all__ = ["Comm", "Error", "jit_compile", "version", "LIBRARY_PATH"]
+
+
+def version():
+    """The loaded library's version as (major, minor, patch)."""
+    v = lib.weft_get_version()
+    return v // 10000, v // 100 % 100, v % 100
+
+
+__version__ = "%d.%d.%d" % version()
+
+
+def jit_compile(source, name="kernel.cu", options=()):
+    """Compiles CUDA C `source` (which may include <weft/device.cuh>) with NVRTC to an sm_90a
+    cubin, through weft's disk cache; returns its bytes. Needs no GPU. Raises weft.Error with
+    NVRTC's log on a compile error."""
+    opts = (ctypes.c_char_p * max(len(options), 1))(*[o.encode() for o in options])
+    cubin, size, log = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_char_p()
+    st = lib.weft_jit_compile(source.encode(), name.encode(), opts, len(options),
+                              ctypes.byref(cubin), ctypes.byref(size), ctypes.byref(log))
+    try:
+        if st != 0:
+            raise Error("weft_jit_compile", st, (lib.weft_get_last_error() or b"").decode()
+                        + ("\n" + log.value.decode(errors="replace") if log.value else ""))
+        return ctypes.string_at(cubin, size.value)
+    finally:
+        lib.weft_jit_free(cubin)
+        lib.weft_jit_free(ctypes.cast(log, ctypes.c_void_p))
+
+
+def _enum(table, value, what):
+    try:
+        return table[value]
+    except KeyError:
+        raise ValueError(f"{what} must be one of {', '.join(table)}, not {value!r}") from None
+
+
+def _dtype(t):
+    name = str(t).replace("torch.", "")
+    if name not in DTYPES:
+        raise TypeError(f"weft takes {', '.join(DTYPES)} tensors, not {t}")
+    return DTYPES[name]
+
+
+class Comm:
+    """This process's weft communicator (weft_comm_init): one per process, over every rank of
+    the job. heap_size: symmetric heap bytes per rank (0: WEFT_HEAP_SIZE, else 1 GiB; weft takes
+    about 180 MiB of it for the collectives); timeout_ms: every wait's deadline (0:
+    WEFT_TIMEOUT_MS, else 60 s); device: the CUDA device (-1: the local rank)."""
+
+    def __init__(self, heap_size=0, timeout_ms=0, device=-1):
+        cfg = CommConfig(heap_size, timeout_ms, device)
+        h = ctypes.c_void_p()
+        call("weft_comm_init", ctypes.byref(h), ctypes.byref(cfg))
+        self._h = h
+        self._allocs = {}   # base address -> bytes, of every live Comm.empty
+        self._scratch = {}  # name -> (tensor, bytes): the ops' symmetric buffers
+        self.rank, self.world_size, self.local_rank, self.local_size, self.device = (
+            self._int(f) for f in ("weft_comm_rank", "weft_comm_size", "weft_comm_local_rank",
+                                   "weft_comm_local_size", "weft_comm_device"))
+
+    # -- lifetime and host calls ------------------------------------------------------------
+
+    def _handle(self):
+        if self._h is None:
+            raise Error("weft", 2, "the communicator was destroyed")
+        return self._h
+
+    def _call(self, name, *args):
+        call(name, self._handle(), *args, comm=self._h)
+
+    def _int(self, name):
+        v = ctypes.c_int()
+        self._call(name, ctypes.byref(v))
+        return v.value
+
+    def destroy(self):
+        """Collective teardown (weft_comm_destroy): waits for this GPU's work and for every
+        rank, then frees the heap; every symmetric tensor dies with it."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            self._allocs.clear()
+            self._scratch.clear()
+            call("weft_comm_destroy", h, comm=None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def abort(self):
+        """Ends every wait of this communicator now, on the host and in running kernels; safe from
+        another thread. Afterwards only destroy() is valid."""
+        self._call("weft_comm_abort")
+
+    def barrier(self):
+        """Host barrier of all ranks (no GPU work), bounded by the timeout."""
+        self._call("weft_comm_barrier")
+
+    def set_autotune(self, on=True):
+        """The distributed autotuner of the overlapped ops (weft_comm_set_autotune); collective."""
+        self._call("weft_comm_set_autotune", int(bool(on)))
+
+    def check(self):
+        """Raises the error a running kernel reported (timeout, abort, AllToAllv count mismatch),
+        if any; does not block."""
+        self._call("weft_comm_get_async_error")
+
+    def synchronize(self, stream=None):
+        """Waits on the host for the stream (default: the current one), bounded by the timeout,
+        and raises what its kernels reported (a timeout names what the GPU waited for)."""
+        self._call("weft_stream_synchronize", self._stream(stream))
+
+    def stream_barrier(self, stream=None):
+        """Barrier of all ranks on the stream: later work of every rank's stream starts after all
+        earlier work of every rank's stream (capturable)."""
+        self._call("weft_stream_barrier", self._stream(stream))
+
+    # -- symmetric memory ---------------------------------------------------------------------
+
+    def empty(self, shape, dtype):
+        """A contiguous tensor in the symmetric heap (weft_malloc: collective, every rank asks
+        for the same shape and dtype in the same order; zero-filled). Free it with free()."""
+        from . import _dlpack
+        if not _dlpack.supported(dtype):
+            raise TypeError(f"Comm.empty: no DLPack code for {dtype}")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+        p = ctypes.c_void_p()
+        self._call("weft_malloc", max(nbytes, 1), ctypes.byref(p))
+        self._allocs[p.value] = nbytes
+        return _dlpack.as_tensor(p.value, shape, dtype, self.device)
+
+    def free(self, tensor):
+        """Returns a tensor of empty() to the heap (weft_free: collective, every rank frees the
+        same tensors in the same order). Views of it must not be used after."""
+        base = tensor.untyped_storage().data_ptr()
+        if base not in self._allocs:
+            raise ValueError("Comm.free: not a live tensor of this communicator's empty()")
+        self._call("weft_free", ctypes.c_void_p(base))
+        del self._allocs[base]
+
+    def peer(self, tensor, rank):
+        """A tensor over local peer `rank`'s copy of symmetric `tensor` (same shape and dtype),
+        for kernels that read or write it over NVLink. It owns nothing."""
+        from . import _dlpack
+        p = ctypes.c_void_p()
+        self._call("weft_peer_ptr", ctypes.c_void_p(self._ptr(tensor, "tensor")), rank,
+                   ctypes.byref(p))
+        return _dlpack.as_tensor(p.value, tensor.shape, tensor.dtype, self.device)
+
+    def _scratch_buffer(self, name, nbytes):
+        """A symmetric byte buffer of at least nbytes kept for the ops' internal use. It grows
+        collectively: the ops that use it are collective with equal shapes on every rank, so every
+        rank grows it at the same call (not inside a CUDA graph capture: call once before)."""
+        t, have = self._scratch.get(name, (None, 0))
+        if have >= nbytes:
+            return t
+        if t is not None:
+            torch.cuda.synchronize(self.device)  # earlier calls on any stream may still use it
+            self.free(t)
+            del self._scratch[name]
+        t = self.empty((nbytes,), torch.uint8)
+        self._scratch[name] = (t, nbytes)
+        return t
+
+    # -- arguments -----------------------------------------------------------------------------
+
+    def _stream(self, stream):
+        if stream is None:
+            return ctypes.c_void_p(torch.cuda.current_stream(self.device).cuda_stream
+                                   if torch is not None else 0)
+        return ctypes.c_void_p(getattr(stream, "cuda_stream", stream))
+
+    def _ptr(self, t, what, contiguous=True):
+        if torch is None or not isinstance(t, torch.Tensor):
+            raise TypeError(f"{what} must be a torch tensor")
+        if t.device.type != "cuda" or t.device.index != self.device:
+            raise ValueError(f"{what} is on {t.device}, the communicator on cuda:{self.device}")
+        if contiguous and not t.is_contiguous():
+            raise ValueError(f"{what} must be contiguous")
+        return t.data_ptr()
+
+    def _matrix(self, t, what):
+        """(pointer, row stride) of a 2-D tensor with unit column stride."""
+        if t.dim() != 2 or t.stride(1) != 1:
+            raise ValueError(f"{what} must be 2-D with contiguous rows, not shape {tuple(t.shape)}"
+                             f" strides {t.stride()}")
+        return self._ptr(t, what, contiguous=False), t.stride(0)
+
+    @staticmethod
+    def _same(t, other, what):
+        if t.dtype != other.dtype:
+            raise TypeError(f"{what}: dtypes differ ({t.dtype} and {other.dtype})")
+
+    @staticmethod
+    def _numel(t, n, what):
+        if t.numel() != n:
+            raise ValueError(f"{what} has {t.numel()} elements, the call needs {n}")
+
+    # -- collectives (torch.distributed's argument order: output first) ------------------------
+
+    def all_gather(self, out, inp, algo="auto", stream=None):
+        """out[r * n:(r + 1) * n] = rank r's inp (n = inp.numel()) on every rank. out: symmetric,
+        world * n elements; inp: any device memory, or out's own slice (in place)."""
+        self._same(out, inp, "all_gather")
+        self._numel(out, self.world_size * inp.numel(), "all_gather's out")
+        self._call("weft_allgather", ctypes.c_void_p(self._ptr(inp, "inp")),
+                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel(), _dtype(inp.dtype),
+                   _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
+    def reduce_scatter(self, out, inp, op="sum", algo="auto", stream=None):
+        """out = the sum over ranks of their inp[rank * n:(rank + 1) * n] (n = out.numel()),
+        in fp32, rounded once. inp: symmetric, world * n elements; out: any device memory."""
+        self._same(out, inp, "reduce_scatter")
+        self._numel(inp, self.world_size * out.numel(), "reduce_scatter's inp")
+        self._call("weft_reduce_scatter", ctypes.c_void_p(self._ptr(inp, "inp")),
+                   ctypes.c_void_p(self._ptr(out, "out")), out.numel(), _dtype(out.dtype),
+                   _enum(RED_OPS, op, "op"), _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
+    def all_reduce(self, tensor, out=None, op="sum", algo="auto", stream=None):
+        """out = the sum over ranks of their tensor, in fp32 in rank order, rounded once (every
+        rank gets the same bits). In place when out is None. Both symmetric."""
+        out = tensor if out is None else out
+        self._same(out, tensor, "all_reduce")
+        self._numel(out, tensor.numel(), "all_reduce's out")
+        self._call("weft_allreduce", ctypes.c_void_p(self._ptr(tensor, "tensor")),
+                   ctypes.c_void_p(self._ptr(out, "out")), tensor.numel(), _dtype(tensor.dtype),
+                   _enum(RED_OPS, op, "op"), _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
+    def all_to_all(self, out, inp, algo="auto", stream=None):
+        """Rank r's inp[p * n:(p + 1) * n] lands in rank p's out[r * n:(r + 1) * n] (n =
+        inp.numel() / world). out: symmetric, not overlapping inp."""
+        self._same(out, inp, "all_to_all")
+        self._numel(out, inp.numel(), "all_to_all's out")
+        if inp.numel() % self.world_size:
+            raise ValueError(f"all_to_all: {inp.numel()} elements do not split over "
+                             f"{self.world_size} ranks")
+        self._call("weft_alltoall", ctypes.c_void_p(self._ptr(inp, "inp")),
+                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel() // self.world_size,
+                   _dtype(inp.dtype), _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
+    def all_to_all_v(self, out, out_counts, inp, in_counts, out_displs=None, in_displs=None,
+                     algo="auto", stream=None):
+        """MPI_Alltoallv: rank r's in_counts[p] elements from inp[in_displs[p]:] land in rank p's
+        out[out_displs[r]:], where p's out_counts[r] equals that count. Counts and
+        displacements are host sequences of world entries, in elements (displacements default to
+        the running sums of the counts). out: symmetric."""
+        self._same(out, inp, "all_to_all_v")
+        w = self.world_size
+
+        def arr(v, what):
+            if len(v) != w:
+                raise ValueError(f"all_to_all_v: {what} has {len(v)} entries, not {w}")
+            return (ctypes.c_size_t * w)(*[int(x) for x in v])
+
+        def running(c):
+            return [sum(c[:i]) for i in range(w)]
+
+        in_displs = running(in_counts) if in_displs is None else in_displs
+        out_displs = running(out_counts) if out_displs is None else out_displs
+        self._call("weft_alltoallv", ctypes.c_void_p(self._ptr(inp, "inp")),
+                   arr(in_counts, "in_counts"), arr(in_displs, "in_displs"),
+                   ctypes.c_void_p(self._ptr(out, "out")), arr(out_counts, "out_counts"),
+                   arr(out_displs, "out_displs"), _dtype(inp.dtype), _enum(ALGOS, algo, "algo"),
+                   self._stream(stream))
+        return out
+
+    # -- GEMM and the overlapped ops --------------------------------------------------------
+
+    def _gemm_args(self, a, b, layout, out_dtype):
+        """m, k, n, (b, ldb), the weft dtypes in and out, the layout code."""
+        if b.dim() != 2:
+            raise ValueError(f"b must be 2-D, not shape {tuple(b.shape)}")
+        lay = _enum(LAYOUTS, layout, "layout")
+        n, kb = (b.shape[0], b.shape[1]) if layout == "nk" else (b.shape[1], b.shape[0])
+        m, k = a.shape
+        if kb != k:
+            raise ValueError(f"a is [{m}, {k}] but b ({layout}) is {tuple(b.shape)}: k differs")
+        self._same(a, b, "a and b")
+        out_dtype = a.dtype if out_dtype is None else out_dtype
+        return m, k, n, self._matrix(b, "b"), _dtype(a.dtype), _dtype(out_dtype), lay, out_dtype
+
+    def _out(self, out, shape, dtype, what):
+        if out is None:
+            return torch.empty(shape, dtype=dtype, device=f"cuda:{self.device}")
+        if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
+            raise ValueError(f"{what} must be {tuple(shape)} {dtype}, not {tuple(out.shape)} "
+                             f"{out.dtype}")
+        return out
+
+    def gemm(self, a, b, out=None, layout="nk", out_dtype=None, stream=None):
+        """out[m, n] = a[m, k] b^T (layout "nk": b is [n, k], as torch.nn.Linear keeps weights)
+        or a b (layout "kn": b is [k, n]), fp32 accumulation; this GPU only. bf16 or fp16 in;
+        out_dtype bf16, fp16 or fp32 (default a's). Rows contiguous, k a multiple of 8."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        pa, lda = self._matrix(a, "a")
+        out = self._out(out, (m, n), odt, "gemm's out")
+        pc, ldc = self._matrix(out, "out")
+        self._call("weft_gemm", ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
+                   ctypes.c_void_p(pc), ldc, m, n, k, din, dout, lay, self._stream(stream))
+        return out
+
+    def ag_gemm(self, a, b, out=None, gathered=None, layout="nk", algo="auto", out_dtype=None,
+                stream=None):
+        """AllGather + GEMM: out[world * m, n] = gather(a)[world * m, k] b^T (or b), the gathered
+        rows in rank order, the gather hidden behind the GEMM where it can be. a: this rank's
+        [m, k] rows (contiguous); b: this rank's columns of the weights. gathered: a symmetric
+        [world * m, k] tensor that receives the gathered a (default: a buffer kept by the
+        communicator)."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        rows = self.world_size * m
+        if gathered is None:
+            gathered = self._scratch_buffer("ag_gemm", rows * k * a.element_size())
+        else:
+            self._same(gathered, a, "ag_gemm's gathered")
+            self._numel(gathered, rows * k, "ag_gemm's gathered")
+        out = self._out(out, (rows, n), odt, "ag_gemm's out")
+        pc, ldc = self._matrix(out, "out")
+        self._call("weft_ag_gemm", ctypes.c_void_p(self._ptr(a, "a")),
+                   ctypes.c_void_p(self._ptr(gathered, "gathered")), ctypes.c_void_p(pb), ldb,
+                   ctypes.c_void_p(pc), ldc, m, n, k, din, dout, lay, _enum(ALGOS, algo, "algo"),
+                   self._stream(stream))
+        return out
+
+    def _workspace(self, m, n, dout):
+        size = ctypes.c_size_t()
+        self._call("weft_gemm_rs_workspace_size", m, n, dout, ctypes.byref(size))
+        return self._ptr(self._scratch_buffer("gemm_rs", size.value), "workspace")
+
+    def gemm_rs(self, a, b, out=None, layout="nk", algo="auto", out_dtype=None, stream=None):
+        """GEMM + ReduceScatter: out[m / world, n] = the sum over ranks of rows
+        [rank * m / world, (rank + 1) * m / world) of their a[m, k] b^T (or b), k this rank's
+        share of the reduction dimension; m a multiple of world. Partials are rounded to
+        out_dtype, summed in fp32 in rank order, rounded once. out: any device memory."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        if m % self.world_size:
+            raise ValueError(f"gemm_rs: m = {m} is not a multiple of {self.world_size} ranks")
+        pa, lda = self._matrix(a, "a")
+        out = self._out(out, (m // self.world_size, n), odt, "gemm_rs's out")
+        pc = self._ptr(out, "out")
+        ws = self._workspace(m, n, dout)
+        self._call("weft_gemm_rs", ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
+                   ctypes.c_void_p(pc), ctypes.c_void_p(ws), m, n, k, din, dout, lay,
+                   _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
+    def gemm_ar(self, a, b, out, layout="nk", algo="auto", stream=None):
+        """GEMM + AllReduce: out[m, n] = the sum over ranks of their a[m, k] b^T (or b), on every
+        rank; k this rank's share of the reduction dimension. out: symmetric (empty()), [m, n];
+        its dtype is the partials' and the result's."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out.dtype)
+        pa, lda = self._matrix(a, "a")
+        self._out(out, (m, n), odt, "gemm_ar's out")
+        pc = self._ptr(out, "out")
+        ws = self._workspace(m, n, dout)
+        self._call("weft_gemm_ar", ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
+                   ctypes.c_void_p(pc), ctypes.c_void_p(ws), m, n, k, din, dout, lay,
+                   _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out

@@ -1,0 +1,295 @@
+"""The Python package on GPUs: every collective, the GEMM and the three overlapped ops through
+weft's bindings, against float64 references (reductions, GEMMs) or bit for bit (data movement);
+a CUDA graph replay; argument errors. Inputs are fresh every run (a seed rank 0 draws), outputs
+poisoned before each call, every element checked. Each rank draws every rank's inputs from the
+shared seed, so references need no other library. Run by ctest through weftrun at 2 and 4 ranks:
+    weftrun -n 4 python3 tests/python/ops.py
+Exits 77 (skipped) where torch with CUDA is missing."""
+
+import random
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("torch is not importable: skipped")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("torch sees no CUDA device: skipped")
+    sys.exit(77)
+
+import weft
+
+comm = weft.Comm()
+torch.cuda.set_device(comm.device)
+R, W, DEV = comm.rank, comm.world_size, f"cuda:{comm.device}"
+failures = []
+
+
+def check(cond, what):
+    if not cond or R == 0:
+        print(f"[rank {R}] {'ok  ' if cond else 'FAIL'} {what}", flush=True)
+    if not cond:
+        failures.append(what)
+
+
+# One seed for every rank: rank 0's, gathered through weft (a bit-exact op checked below too).
+seeds = comm.empty((W,), torch.int64)
+comm.all_gather(seeds, torch.tensor([time.time_ns() % (1 << 62)], device=DEV))
+comm.synchronize()
+SEED = int(seeds[0])
+comm.free(seeds)
+if R == 0:
+    print(f"seed {SEED}, {W} ranks, weft {weft.__version__} from {weft.LIBRARY_PATH}")
+_tags = {}
+
+
+def rand(rank, shape, dtype, tag):
+    """Rank `rank`'s input `tag`: the same values on every rank (normal, never all zeros)."""
+    key = _tags.setdefault(tag, len(_tags))
+    g = torch.Generator().manual_seed((SEED * 1000003 + key * 1009 + rank) % (1 << 63))
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=g, dtype=torch.uint8).to(DEV)
+    return torch.randn(shape, generator=g).to(dtype).to(DEV)
+
+
+def poison(t):
+    t.fill_(float("nan") if t.is_floating_point() else 0x5A)
+    return t
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.uint8),
+                                              b.contiguous().view(torch.uint8))
+
+
+def nerr(out, ref):
+    """||out - ref|| / ||ref|| in float64 (NaN where out holds poison)."""
+    d = out.double() - ref
+    return float(d.norm() / ref.norm())
+
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float32: 1e-6}
+GEMM_TOL = {torch.bfloat16: 5e-3, torch.float16: 5e-3, torch.float32: 1e-4}
+
+# -- collectives ------------------------------------------------------------------------------
+
+for dtype in (torch.bfloat16, torch.float32, torch.uint8):
+    for n, algo in ((1, "auto"), (1001, "ll"), (65541, "auto"), (300007, "sm"),
+                    (1 << 21 | 3, "copy_engine")):
+        tag = f"ag{n}{dtype}"
+        out = poison(comm.empty((W * n,), dtype))
+        comm.all_gather(out, rand(R, (n,), dtype, tag), algo=algo)
+        comm.synchronize()
+        want = torch.cat([rand(r, (n,), dtype, tag) for r in range(W)])
+        check(same_bits(out, want), f"all_gather {dtype} n={n} {algo}: bit for bit")
+        poison(out)
+        out[R * n:(R + 1) * n].copy_(rand(R, (n,), dtype, tag))
+        comm.all_gather(out, out[R * n:(R + 1) * n], algo=algo)
+        comm.synchronize()
+        check(same_bits(out, want), f"all_gather {dtype} n={n}: in place")
+        comm.free(out)
+
+for dtype in (torch.bfloat16, torch.float16, torch.float32):
+    for n, algo in ((1, "auto"), (4099, "ll"), (262147, "auto"), (1 << 20, "two_shot"),
+                    (5 << 20 | 1, "auto")):
+        tag = f"ar{n}{dtype}"
+        ref = sum(rand(r, (n,), dtype, tag).double() for r in range(W))
+        x = comm.empty((n,), dtype)
+        x.copy_(rand(R, (n,), dtype, tag))
+        out = poison(comm.empty((n,), dtype))
+        comm.all_reduce(x, out, algo=algo)
+        comm.synchronize()
+        e = nerr(out, ref)
+        check(e <= TOL[dtype], f"all_reduce {dtype} n={n} {algo}: error {e:.2e}")
+        comm.all_reduce(x, algo=algo)  # in place
+        comm.synchronize()
+        check(same_bits(x, out), f"all_reduce {dtype} n={n} {algo}: in place gives the same bits")
+        if n == 262147:  # every rank holds the same bits
+            every = poison(comm.empty((W * n,), dtype))
+            comm.all_gather(every, out)
+            comm.synchronize()
+            check(all(same_bits(every[r * n:(r + 1) * n], out) for r in range(W)),
+                  f"all_reduce {dtype} n={n}: the same bits on every rank")
+            comm.free(every)
+        comm.free(out)
+        comm.free(x)
+
+for dtype in (torch.bfloat16, torch.float32):
+    for n, algo in ((3, "auto"), (70001, "ll"), (1 << 20, "auto"), (1 << 20, "copy_engine")):
+        tag = f"rs{n}{dtype}"
+        ref = sum(rand(r, (W * n,), dtype, tag).double()[R * n:(R + 1) * n] for r in range(W))
+        x = comm.empty((W * n,), dtype)
+        x.copy_(rand(R, (W * n,), dtype, tag))
+        out = poison(torch.empty(n, dtype=dtype, device=DEV))
+        comm.reduce_scatter(out, x, algo=algo)
+        comm.synchronize()
+        e = nerr(out, ref)
+        check(e <= TOL[dtype], f"reduce_scatter {dtype} n={n} {algo}: error {e:.2e}")
+        comm.free(x)
+
+for dtype in (torch.bfloat16, torch.uint8):
+    for n, algo in ((5, "auto"), (4097, "ll"), (200003, "sm")):
+        tag = f"a2a{n}{dtype}"
+        out = poison(comm.empty((W * n,), dtype))
+        comm.all_to_all(out, rand(R, (W * n,), dtype, tag), algo=algo)
+        comm.synchronize()
+        want = torch.cat([rand(r, (W * n,), dtype, tag)[R * n:(R + 1) * n] for r in range(W)])
+        check(same_bits(out, want), f"all_to_all {dtype} n={n} {algo}: bit for bit")
+        comm.free(out)
+
+rng = random.Random(SEED)
+for big in (False, True):
+    counts = [[rng.randrange(0, 300000 if big else 3000) for _ in range(W)] for _ in range(W)]
+    tag = f"a2av{big}"
+    inp = rand(R, (sum(counts[R]),), torch.bfloat16, tag)
+    out = poison(comm.empty((max(sum(counts[r][R] for r in range(W)), 1),), torch.bfloat16))
+    comm.all_to_all_v(out, [counts[r][R] for r in range(W)], inp, counts[R])
+    comm.synchronize()
+    parts = []
+    for r in range(W):
+        src = rand(r, (sum(counts[r]),), torch.bfloat16, tag)
+        off = sum(counts[r][:R])
+        parts.append(src[off:off + counts[r][R]])
+    want = torch.cat(parts)
+    check(same_bits(out[:want.numel()], want), f"all_to_all_v {'large' if big else 'small'} "
+          f"random counts: bit for bit")
+    comm.free(out)
+
+# -- GEMM and the overlapped ops ------------------------------------------------------------
+
+
+def weights(rank, n, k, layout, dtype, tag):
+    b = rand(rank, (n, k), dtype, tag) * 0.05
+    return b if layout == "nk" else b.t().contiguous()
+
+
+def ref_mm(a, b, layout):
+    return a.double() @ (b.double().t() if layout == "nk" else b.double())
+
+
+for (m, n, k) in ((300, 520, 256), (128, 4096, 1024), (1, 1000, 64)):
+    for layout in ("nk", "kn"):
+        for din, dout in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)):
+            tag = f"g{m}{n}{k}{layout}{din}"
+            a = rand(R, (m, k), din, tag + "a")
+            b = weights(R, n, k, layout, din, tag + "b")
+            out = poison(torch.empty(m, n, dtype=dout, device=DEV))
+            comm.gemm(a, b, out, layout=layout)
+            comm.synchronize()
+            e = nerr(out, ref_mm(a, b, layout))
+            check(e <= GEMM_TOL[dout], f"gemm {m}x{n}x{k} {layout} {din}->{dout}: error {e:.2e}")
+# a strided A (a view of every other row) and the default out
+a = rand(R, (512, 256), torch.bfloat16, "gs")[::2]
+b = weights(R, 384, 256, "nk", torch.bfloat16, "gsb")
+e = nerr(comm.gemm(a, b), ref_mm(a, b, "nk"))
+check(e <= 5e-3, f"gemm with A's row stride {a.stride(0)}: error {e:.2e}")
+
+for (m, n, k) in ((300, 512, 256), (1024, 1024, 512)):  # rows a rank; the second overlaps
+    for algo in ("auto", "sequential", "copy_engine"):
+        for layout in ("nk", "kn"):
+            tag = f"ag{m}{n}{k}{layout}"
+            b = weights(R, n, k, layout, torch.bfloat16, tag + "b")
+            a_all = torch.cat([rand(r, (m, k), torch.bfloat16, tag + "a") for r in range(W)])
+            gathered = poison(comm.empty((W * m, k), torch.bfloat16))
+            out = comm.ag_gemm(rand(R, (m, k), torch.bfloat16, tag + "a"), b, gathered=gathered,
+                               layout=layout, algo=algo)
+            comm.synchronize()
+            e = nerr(out, ref_mm(a_all, b, layout))
+            check(e <= 5e-3 and same_bits(gathered, a_all),
+                  f"ag_gemm {m}x{n}x{k}/rank {layout} {algo}: error {e:.2e}, gathered A exact")
+            comm.free(gathered)
+
+for (m, n, k) in ((W * 64, 512, 256), (W * 1024, 1024, 512), (W * 1024, 768, 1024)):
+    for algo in ("auto", "sequential", "copy_engine", "sm"):
+        tag = f"rs{m}{n}{k}"
+        a = [rand(r, (m, k), torch.bfloat16, tag + "a") for r in range(W)]
+        b = [weights(r, n, k, "nk", torch.bfloat16, tag + "b") for r in range(W)]
+        rows = slice(R * m // W, (R + 1) * m // W)
+        ref = sum(ref_mm(a[r], b[r], "nk")[rows] for r in range(W))
+        out = poison(torch.empty(m // W, n, dtype=torch.bfloat16, device=DEV))
+        comm.gemm_rs(a[R], b[R], out, algo=algo)
+        comm.synchronize()
+        e = nerr(out, ref)
+        check(e <= 1e-2, f"gemm_rs {m}x{n}x{k} {algo}: error {e:.2e}")
+
+for (m, n, k) in ((128, 4096, 512), (W * 1024, 1024, 512), (37, 640, 256)):
+    for algo in ("auto", "sequential", "copy_engine", "sm", "ll"):
+        if algo == "copy_engine" and m % W:
+            continue
+        tag = f"ar{m}{n}{k}"
+        a = [rand(r, (m, k), torch.bfloat16, tag + "a") for r in range(W)]
+        b = [weights(r, n, k, "kn", torch.bfloat16, tag + "b") for r in range(W)]
+        ref = sum(ref_mm(a[r], b[r], "kn") for r in range(W))
+        out = poison(comm.empty((m, n), torch.bfloat16))
+        comm.gemm_ar(a[R], b[R], out, layout="kn", algo=algo)
+        comm.synchronize()
+        e = nerr(out, ref)
+        check(e <= 1e-2, f"gemm_ar {m}x{n}x{k} {algo}: error {e:.2e}")
+        comm.free(out)
+
+# -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
+
+n, (m, gn, gk) = 1 << 18, (128, 2048, 512)
+x = comm.empty((n,), torch.bfloat16)
+c = comm.empty((m, gn), torch.bfloat16)
+a = torch.empty(m, gk, dtype=torch.bfloat16, device=DEV)
+b = torch.empty(gk, gn, dtype=torch.bfloat16, device=DEV)
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    comm.all_reduce(x, stream=side)      # first calls outside the capture: they size the
+    comm.gemm_ar(a, b, c, layout="kn")  # workspace and compile the kernels
+    comm.synchronize(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        comm.all_reduce(x, stream=side)
+        comm.gemm_ar(a, b, c, layout="kn", stream=side)
+for replay in range(3):
+    tag = f"graph{replay}"
+    x.copy_(rand(R, (n,), torch.bfloat16, tag + "x"))
+    a.copy_(rand(R, (m, gk), torch.bfloat16, tag + "a"))
+    b.copy_(weights(R, gn, gk, "kn", torch.bfloat16, tag + "b"))
+    poison(c)
+    torch.cuda.synchronize()
+    graph.replay()
+    comm.synchronize()
+    ex = nerr(x, sum(rand(r, (n,), torch.bfloat16, tag + "x").double() for r in range(W)))
+    ec = nerr(c, sum(ref_mm(rand(r, (m, gk), torch.bfloat16, tag + "a"),
+                            weights(r, gn, gk, "kn", torch.bfloat16, tag + "b"), "kn")
+                     for r in range(W)))
+    check(ex <= 1e-2 and ec <= 1e-2, f"graph replay {replay}: all_reduce error {ex:.2e}, "
+          f"gemm_ar error {ec:.2e}")
+del graph
+comm.free(c)
+comm.free(x)
+
+# -- argument errors: raised before anything is enqueued; the communicator stays usable ------
+
+plain = torch.ones(1024, dtype=torch.bfloat16, device=DEV)
+try:
+    comm.all_reduce(plain)
+    check(False, "all_reduce of a tensor outside the heap raises")
+except weft.Error as e:
+    check(e.status_name == "INVALID_ARGUMENT" and "symmetric heap" in e.text,
+          f"all_reduce of a tensor outside the heap: {e.status_name}")
+for what, f in (("a gemm whose k differs",
+                 lambda: comm.gemm(plain.view(8, 128), plain.view(16, 64))),
+                ("an unknown algo", lambda: comm.all_reduce(plain, algo="fast")),
+                ("a dtype weft has not", lambda: comm.all_reduce(plain.to(torch.int64)))):
+    try:
+        f()
+        check(False, f"{what} raises")
+    except (ValueError, TypeError) as e:
+        check(True, f"{what}: {type(e).__name__}: {e}")
+comm.barrier()
+comm.destroy()
+try:
+    comm.barrier()
+    check(False, "a call after destroy raises")
+except weft.Error as e:
+    check(e.status_name == "INVALID_USAGE", f"a call after destroy: {e}")
+
+print(f"[rank {R}] {len(failures)} failed" if failures else f"[rank {R}] all passed", flush=True)
+sys.exit(1 if failures else 0)
