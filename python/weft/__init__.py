@@ -23,6 +23,10 @@ output. Each call's docstring names them; the C library checks them and raises w
 Symmetric tensors do not own their memory: `Comm.free` (collective: every rank frees the same
 tensors in the same order) or `Comm.destroy` returns it, and a tensor must not be used after.
 
+The collectives that only move data (all_gather, all_to_all, all_to_all_v) take tensors of any
+dtype (one weft has not travels as its bytes); the reductions and GEMMs take the dtypes their C
+calls list.
+
 Errors raise weft.Error (status, status_name, and the library's last-error text).
 """
 
@@ -77,6 +81,13 @@ def _dtype(t):
     if name not in DTYPES:
         raise TypeError(f"weft takes {', '.join(DTYPES)} tensors, not {t}")
     return DTYPES[name]
+
+
+def _moved(t):
+    """(weft dtype, elements per tensor element) for the ops that move bits without arithmetic:
+    a dtype weft has not (int64, int8, ...) travels as its bytes."""
+    name = str(t.dtype).replace("torch.", "")
+    return (DTYPES[name], 1) if name in DTYPES else (DTYPES["uint8"], t.element_size())
 
 
 class Comm:
@@ -243,8 +254,9 @@ class Comm:
         world * n elements; inp: any device memory, or out's own slice (in place)."""
         self._same(out, inp, "all_gather")
         self._numel(out, self.world_size * inp.numel(), "all_gather's out")
+        dt, per = _moved(inp)
         self._call("weft_allgather", ctypes.c_void_p(self._ptr(inp, "inp")),
-                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel(), _dtype(inp.dtype),
+                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel() * per, dt,
                    _enum(ALGOS, algo, "algo"), self._stream(stream))
         return out
 
@@ -277,9 +289,10 @@ class Comm:
         if inp.numel() % self.world_size:
             raise ValueError(f"all_to_all: {inp.numel()} elements do not split over "
                              f"{self.world_size} ranks")
+        dt, per = _moved(inp)
         self._call("weft_alltoall", ctypes.c_void_p(self._ptr(inp, "inp")),
-                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel() // self.world_size,
-                   _dtype(inp.dtype), _enum(ALGOS, algo, "algo"), self._stream(stream))
+                   ctypes.c_void_p(self._ptr(out, "out")), inp.numel() // self.world_size * per,
+                   dt, _enum(ALGOS, algo, "algo"), self._stream(stream))
         return out
 
     def all_to_all_v(self, out, out_counts, inp, in_counts, out_displs=None, in_displs=None,
@@ -290,11 +303,12 @@ class Comm:
         the running sums of the counts). out: symmetric."""
         self._same(out, inp, "all_to_all_v")
         w = self.world_size
+        dt, per = _moved(inp)
 
         def arr(v, what):
             if len(v) != w:
                 raise ValueError(f"all_to_all_v: {what} has {len(v)} entries, not {w}")
-            return (ctypes.c_size_t * w)(*[int(x) for x in v])
+            return (ctypes.c_size_t * w)(*[int(x) * per for x in v])
 
         def running(c):
             return [sum(c[:i]) for i in range(w)]
@@ -304,7 +318,7 @@ class Comm:
         self._call("weft_alltoallv", ctypes.c_void_p(self._ptr(inp, "inp")),
                    arr(in_counts, "in_counts"), arr(in_displs, "in_displs"),
                    ctypes.c_void_p(self._ptr(out, "out")), arr(out_counts, "out_counts"),
-                   arr(out_displs, "out_displs"), _dtype(inp.dtype), _enum(ALGOS, algo, "algo"),
+                   arr(out_displs, "out_displs"), dt, _enum(ALGOS, algo, "algo"),
                    self._stream(stream))
         return out
 

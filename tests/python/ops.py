@@ -49,8 +49,8 @@ def rand(rank, shape, dtype, tag):
     """Rank `rank`'s input `tag`: the same values on every rank (normal, never all zeros)."""
     key = _tags.setdefault(tag, len(_tags))
     g = torch.Generator().manual_seed((SEED * 1000003 + key * 1009 + rank) % (1 << 63))
-    if dtype == torch.uint8:
-        return torch.randint(0, 256, shape, generator=g, dtype=torch.uint8).to(DEV)
+    if not dtype.is_floating_point:
+        return torch.randint(0, 255, shape, generator=g, dtype=dtype).to(DEV)
     return torch.randn(shape, generator=g).to(dtype).to(DEV)
 
 
@@ -129,7 +129,7 @@ for dtype in (torch.bfloat16, torch.float32):
         check(e <= TOL[dtype], f"reduce_scatter {dtype} n={n} {algo}: error {e:.2e}")
         comm.free(x)
 
-for dtype in (torch.bfloat16, torch.uint8):
+for dtype in (torch.bfloat16, torch.uint8, torch.int64):  # int64 travels as bytes
     for n, algo in ((5, "auto"), (4097, "ll"), (200003, "sm")):
         tag = f"a2a{n}{dtype}"
         out = poison(comm.empty((W * n,), dtype))
