@@ -324,8 +324,9 @@ class Comm:
 
     # -- GEMM and the overlapped ops --------------------------------------------------------
 
-    def _gemm_args(self, a, b, layout, out_dtype):
-        """m, k, n, (b, ldb), the weft dtypes in and out, the layout code."""
+    def _gemm_args(self, a, b, layout, out_dtype, out=None):
+        """m, k, n, (b, ldb), the weft dtypes in and out, the layout code, out's torch dtype
+        (out_dtype, else out's, else a's)."""
         if b.dim() != 2:
             raise ValueError(f"b must be 2-D, not shape {tuple(b.shape)}")
         lay = _enum(LAYOUTS, layout, "layout")
@@ -334,7 +335,8 @@ class Comm:
         if kb != k:
             raise ValueError(f"a is [{m}, {k}] but b ({layout}) is {tuple(b.shape)}: k differs")
         self._same(a, b, "a and b")
-        out_dtype = a.dtype if out_dtype is None else out_dtype
+        if out_dtype is None:
+            out_dtype = a.dtype if out is None else out.dtype
         return m, k, n, self._matrix(b, "b"), _dtype(a.dtype), _dtype(out_dtype), lay, out_dtype
 
     def _out(self, out, shape, dtype, what):
@@ -348,8 +350,8 @@ class Comm:
     def gemm(self, a, b, out=None, layout="nk", out_dtype=None, stream=None):
         """out[m, n] = a[m, k] b^T (layout "nk": b is [n, k], as torch.nn.Linear keeps weights)
         or a b (layout "kn": b is [k, n]), fp32 accumulation; this GPU only. bf16 or fp16 in;
-        out_dtype bf16, fp16 or fp32 (default a's). Rows contiguous, k a multiple of 8."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        out_dtype bf16, fp16 or fp32 (default: out's, else a's). Rows contiguous, k a multiple of 8."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
         pa, lda = self._matrix(a, "a")
         out = self._out(out, (m, n), odt, "gemm's out")
         pc, ldc = self._matrix(out, "out")
@@ -364,7 +366,7 @@ class Comm:
         [m, k] rows (contiguous); b: this rank's columns of the weights. gathered: a symmetric
         [world * m, k] tensor that receives the gathered a (default: a buffer kept by the
         communicator)."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
         rows = self.world_size * m
         if gathered is None:
             gathered = self._scratch_buffer("ag_gemm", rows * k * a.element_size())
@@ -389,7 +391,7 @@ class Comm:
         [rank * m / world, (rank + 1) * m / world) of their a[m, k] b^T (or b), k this rank's
         share of the reduction dimension; m a multiple of world. Partials are rounded to
         out_dtype, summed in fp32 in rank order, rounded once. out: any device memory."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype)
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
         if m % self.world_size:
             raise ValueError(f"gemm_rs: m = {m} is not a multiple of {self.world_size} ranks")
         pa, lda = self._matrix(a, "a")
@@ -405,7 +407,7 @@ class Comm:
         """GEMM + AllReduce: out[m, n] = the sum over ranks of their a[m, k] b^T (or b), on every
         rank; k this rank's share of the reduction dimension. out: symmetric (empty()), [m, n];
         its dtype is the partials' and the result's."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out.dtype)
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, None, out)
         pa, lda = self._matrix(a, "a")
         self._out(out, (m, n), odt, "gemm_ar's out")
         pc = self._ptr(out, "out")
