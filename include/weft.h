@@ -283,9 +283,16 @@ WEFT_API weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, vo
                                       size_t count, weft_dtype_t dtype, weft_algo_t algo,
                                       weft_stream_t stream);
 
-/* Reduction operators. */
+/* Reduction operators (NCCL's, in ncclRedOp_t's order). Every one combines in fp32 and rounds
+ * once: PROD multiplies, MAX and MIN keep the larger or smaller (fmaxf / fminf: a NaN loses to a
+ * number), AVG sums and scales the sum by 1 / world before the rounding. */
 typedef enum weft_red_op {
-  WEFT_RED_OP_SUM = 0
+  WEFT_RED_OP_SUM = 0,
+  WEFT_RED_OP_PROD,
+  WEFT_RED_OP_MAX,
+  WEFT_RED_OP_MIN,
+  WEFT_RED_OP_AVG,
+  WEFT_RED_OP_COUNT
 } weft_red_op_t;
 
 /* The largest array (bytes) WEFT_ALGO_LL takes on a node of `world` ranks: weft_allreduce's
@@ -293,14 +300,16 @@ typedef enum weft_red_op {
  * at 4, 512 KiB at 8). Its LL area, 16 MiB of every rank's heap, is taken at weft_comm_init. */
 #define WEFT_ALLREDUCE_LL_MAX_BYTES(world) ((size_t)(4u << 20) / (size_t)(world))
 
-/* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, summed in fp32
- * in rank order 0, 1, ..., world - 1 (ReduceScatter's ring: in ring order) and rounded once to
- * the element type (round to nearest even), so every rank gets bit-identical AllReduce results
- * and repeated calls give identical results. Buffers must be aligned to the element size; any count and any offset otherwise.
+/* Reductions (weft_reduce_scatter, weft_allreduce): fp16, bf16 and fp32 elements, combined by
+ * op in fp32 in rank order 0, 1, ..., world - 1 (ReduceScatter's ring: in ring order) and rounded
+ * once to the element type (round to nearest even), so every rank gets bit-identical AllReduce
+ * results and repeated calls give identical results. Each operator is a specialisation of the
+ * kernels: SUM's are loaded at weft_comm_init, another operator's at its first call (compiled
+ * once, then from the disk cache), so make that first call outside a CUDA graph capture. Buffers must be aligned to the element size; any count and any offset otherwise.
  * Calls of the two ops on one communicator share epochs and scratch: issue them in one order on
  * every rank, one at a time (stream-ordered), as every collective.
  *
- * ReduceScatter: recvbuf[i] = sum over ranks r of rank r's sendbuf[rank * recvcount + i].
+ * ReduceScatter: recvbuf[i] = op over ranks r of rank r's sendbuf[rank * recvcount + i].
  * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric): peers read it
  * (WEFT_ALGO_SM above the pushes' limit), or the copy engines (WEFT_ALGO_COPY_ENGINE) or this
  * rank's kernel (WEFT_ALGO_LL, WEFT_ALGO_SM up to that limit) push it. recvbuf ([recvcount]) is
@@ -329,7 +338,7 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
                                            size_t recvcount, weft_dtype_t dtype, weft_red_op_t op,
                                            weft_algo_t algo, weft_stream_t stream);
 
-/* AllReduce: recvbuf[i] = sum over ranks r of rank r's sendbuf[i], on every rank. sendbuf and
+/* AllReduce: recvbuf[i] = op over ranks r of rank r's sendbuf[i], on every rank. sendbuf and
  * recvbuf ([count] elements each) must both come from weft_malloc (symmetric); in place when
  * recvbuf == sendbuf, else they must not overlap.
  * Algorithms: WEFT_ALGO_LL, in LL lines through an internal symmetric buffer, at most

@@ -1,8 +1,9 @@
 /*
  * kernels/reduce.cu — ReduceScatter and AllReduce over the ranks of a node (src/ops/reduce.c
- * launches). Sum of fp16, bf16 or fp32 elements (dtype = weft_dtype_t's value) accumulated in
- * fp32 in rank order 0, 1, ..., world - 1 and rounded once, so that every rank computes
- * bit-identical sums. Counts are in elements; every buffer is aligned to its element size.
+ * launches). fp16, bf16 or fp32 elements (dtype = weft_dtype_t's value) combined by the
+ * module's WEFT_RED_OP (weft/reduce.cuh; one module an operator, sum by default) in fp32 in rank
+ * order 0, 1, ..., world - 1 and rounded once, so that every rank computes bit-identical results
+ * ("sums" below). Counts are in elements; every buffer is aligned to its element size.
  *
  * Nothing is reset between calls: every call of either op (every algorithm; a copy-engine
  * call's rounds share one) runs under this rank's WEFT_EPOCH_REDUCE epoch e, one more than the
@@ -224,6 +225,15 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
  * bench/results/2026-11-26u-stop33.md). */
 // weft-jit-variant: -DWEFT_RED_LL_BATCH=1
 // weft-jit-variant: -DWEFT_RED_LL_BATCH=4
+// and each other operator (src/ops/reduce.c's red_load), at both:
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=1 -DWEFT_RED_OP=1
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=4 -DWEFT_RED_OP=1
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=1 -DWEFT_RED_OP=2
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=4 -DWEFT_RED_OP=2
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=1 -DWEFT_RED_OP=3
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=4 -DWEFT_RED_OP=3
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=1 -DWEFT_RED_OP=4
+// weft-jit-variant: -DWEFT_RED_LL_BATCH=4 -DWEFT_RED_OP=4
 #ifndef WEFT_RED_LL_BATCH
 #define WEFT_RED_LL_BATCH 1
 #endif
@@ -489,8 +499,9 @@ extern "C" __global__ void __launch_bounds__(512) weft_red_ce_reduce(const char 
 
 /* ---- ring ReduceScatter ---------------------------------------------------------------------- */
 
-/* n elements of one ring step with the block's threads: acc = (in ? in[i] : 0) + own[i], stored
- * as fp32 at out (a peer's staging) or, where out is NULL, rounded into fin (the owner's recv).
+/* n elements of one ring step with the block's threads: acc = own[i], combined with in[i] after
+ * the first step, stored as fp32 at out (a peer's staging) or, where out is NULL, finished and
+ * rounded into fin (the owner's recv).
  * in and out are fp32 slices 16-byte aligned; 4 elements a thread at a time where own (and fin)
  * allow 4-element loads (and stores), one otherwise. */
 static __device__ __forceinline__ void red_ring_step(const float *in, const char *own, float *out,
@@ -509,16 +520,19 @@ static __device__ __forceinline__ void red_ring_step(const float *in, const char
     }
     if (in) {
       float4 p = *(const float4 *)(in + i);
-      a[0] = p.x + a[0], a[1] = p.y + a[1], a[2] = p.z + a[2], a[3] = p.w + a[3];
+      a[0] = weft_red_combine(p.x, a[0]), a[1] = weft_red_combine(p.y, a[1]);
+      a[2] = weft_red_combine(p.z, a[2]), a[3] = weft_red_combine(p.w, a[3]);
     }
     if (out) *(float4 *)(out + i) = make_float4(a[0], a[1], a[2], a[3]);
-    else if (dtype == WEFT_RED_FP32) *(float4 *)(fin + i * 4) = make_float4(a[0], a[1], a[2], a[3]);
+    else if (dtype == WEFT_RED_FP32)
+      *(float4 *)(fin + i * 4) = make_float4(weft_red_final(a[0]), weft_red_final(a[1]),
+                                             weft_red_final(a[2]), weft_red_final(a[3]));
     else *(uint2 *)(fin + i * 2) = make_uint2(weft_red_word_pack(a, dtype), weft_red_word_pack(a + 2, dtype));
   }
   /* the rest one element a thread: all of it where the vectors could not be used */
   for (i = (vec ? n / 4 * 4 : 0) + threadIdx.x; i < n; i += blockDim.x) {
     float a = weft_red_elem_load(own + i * elem, dtype);
-    if (in) a = in[i] + a;
+    if (in) a = weft_red_combine(in[i], a);
     if (out) out[i] = a;
     else weft_red_elem_store(fin + i * elem, a, dtype);
   }

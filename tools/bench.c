@@ -29,12 +29,12 @@ void bench_set_timeout(const char *seconds) {
 
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
   memset(b, 0, sizeof *b);
-  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL};
+  b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL, NULL};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (a[0] != '-' || !a[1] || a[2] || !v) {
-      fprintf(stderr, "weft-bench: bad option '%s' (-b -e -f -n -w -G -c -d -a -J -T; -h: help)\n", a);
+      fprintf(stderr, "weft-bench: bad option '%s' (-b -e -f -n -w -G -c -d -a -o -J -T; -h: help)\n", a);
       exit(2);
     }
     switch (a[1]) {
@@ -47,6 +47,7 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     case 'c': b->opt.check = atoi(v); break;
     case 'd': b->opt.dtype = v; break;
     case 'a': b->opt.algo = v; break;
+    case 'o': b->opt.op = v; break;
     case 'J': b->opt.json = v; break;
     case 'T': bench_set_timeout(v); break;
     default: fprintf(stderr, "weft-bench: unknown option '%s'\n", a); exit(2);

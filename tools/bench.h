@@ -22,6 +22,7 @@ typedef struct bench_opts {
   int check;         /* -c: checked calls of each op a size (1; primitives once; 0 none) */
   const char *dtype; /* -d */
   const char *algo;  /* -a */
+  const char *op;    /* -o: the reductions' operator (NULL: sum) */
   const char *json;  /* -J */
 } bench_opts_t;
 

@@ -5,6 +5,7 @@
  * (outputs poisoned first), then timed interleaved. Sizes are totals (the gathered array, the
  * reduced array, the scattered sendbuf), as nccl-tests prints them.
  */
+#include <math.h>
 #include <string.h>
 
 #include <nccl.h>
@@ -80,11 +81,21 @@ void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx) {
   BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
 }
 
+/* What a row's JSON and the header name the run by: the algorithm, and the reduction operator
+ * where -o gave one other than sum ("auto max"). */
+static const char *bench_coll_variant(const bench_t *b) {
+  static char v[64];
+  const char *algo = b->opt.algo ? b->opt.algo : "auto";
+  if (!b->opt.op || !strcmp(b->opt.op, "sum")) return algo;
+  snprintf(v, sizeof v, "%s %s", algo, b->opt.op);
+  return v;
+}
+
 void bench_coll_header(bench_t *b, const char *suite) {
   if (b->rank == 0)
     printf("#\n# %s, algorithm %s; size in bytes as nccl-tests prints it; times in us\n"
            "#%12s %12s %6s | %9s %8s %8s %6s | %9s %8s %8s %6s | %7s\n",
-           suite, b->opt.algo ? b->opt.algo : "auto", "size", "count", "type", "weft", "algbw",
+           suite, bench_coll_variant(b), "size", "count", "type", "weft", "algbw",
            "busbw", "#wrong", "nccl", "algbw", "busbw", "#wrong", "speedup");
 }
 
@@ -102,7 +113,7 @@ void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, c
   const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
   double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w,
                 bench_wrong_json(b, ww)};
-  bench_json_row(b, suite, b->opt.algo ? b->opt.algo : "auto", 7, k, v);
+  bench_json_row(b, suite, bench_coll_variant(b), 7, k, v);
 }
 
 /* ---- allgather ------------------------------------------------------------------------------- */
@@ -178,10 +189,12 @@ int main_allgather(int argc, char **argv) {
 
 /* ---- reduce_scatter and allreduce ------------------------------------------------------------ */
 
-/* Inputs are small integers (-2 .. 2, from a hash of rank, element and round), so that every sum
- * is exact in fp16, bf16 and fp32 whatever the order: both weft's and NCCL's outputs must equal
- * the expected values bit for bit. Sizes are totals: the AllReduce array, the ReduceScatter
- * sendbuf (world segments), as nccl-tests prints them. */
+/* Inputs are small integers (-2 .. 2, from a hash of rank, element and round), so that every
+ * sum, product, maximum and minimum is exact in fp16, bf16 and fp32 whatever the order: both
+ * weft's and NCCL's outputs must equal the expected values bit for bit. An average is not exact:
+ * it may be 2 ulps off the float64 one (nccl-tests' tolerance for float averages; NCCL
+ * multiplies the inputs by 1 / world, weft the sum). Sizes are totals: the AllReduce array, the
+ * ReduceScatter sendbuf (world segments), as nccl-tests prints them. */
 
 static int red_val(int rank, size_t i, unsigned round) {
   unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull ^
@@ -203,6 +216,36 @@ static unsigned red_bits(int v, weft_dtype_t dt) {
   return (v < 0 ? 0x8000u : 0) | (e + 15) << 10 | ((m << (10 - e)) & 0x3ffu);
 }
 
+/* The value of dtype's bits (fp32 holds every fp16 and bf16 value exactly). */
+static double red_value(unsigned bits, weft_dtype_t dt) {
+  float f;
+  if (dt == WEFT_DTYPE_FP32 || dt == WEFT_DTYPE_BF16) {
+    unsigned u = dt == WEFT_DTYPE_BF16 ? bits << 16 : bits;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  int e = (int)(bits >> 10 & 31), m = (int)(bits & 1023);
+  double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24); /* (no inf or NaN from these inputs) */
+  return bits & 0x8000u ? -v : v;
+}
+
+/* Whether got (dtype's bits) is op over the ranks' inputs vals[0..world): exact, or for AVG
+ * within 2 ulps of dtype at the float64 average. */
+static int red_right(unsigned got, const int *vals, int world, int op, weft_dtype_t dt) {
+  int r = vals[0];
+  for (int i = 1; i < world; i++)
+    r = op == WEFT_RED_OP_PROD ? r * vals[i]
+        : op == WEFT_RED_OP_MAX ? (vals[i] > r ? vals[i] : r)
+        : op == WEFT_RED_OP_MIN ? (vals[i] < r ? vals[i] : r)
+                                : r + vals[i];
+  if (op != WEFT_RED_OP_AVG) return got == red_bits(r, dt);
+  double want = (double)r / world, a = fabs(want);
+  int mant = dt == WEFT_DTYPE_FP32 ? 23 : dt == WEFT_DTYPE_BF16 ? 7 : 10, e = 0;
+  frexp(a, &e);
+  if (dt == WEFT_DTYPE_FP16 && e < -13) e = -13; /* fp16's subnormals: a fixed ulp */
+  return fabs(red_value(got, dt) - want) <= 2 * ldexp(1.0, e - 1 - mant);
+}
+
 static void red_put(void *h, size_t i, unsigned bits, size_t elem) {
   if (elem == 4) ((unsigned *)h)[i] = bits;
   else ((unsigned short *)h)[i] = (unsigned short)bits;
@@ -216,6 +259,8 @@ typedef struct red_ctx {
   weft_algo_t algo;
   weft_dtype_t wt;
   ncclDataType_t nt;
+  weft_red_op_t op;
+  ncclRedOp_t nop;
   int allreduce;
   void *wsend, *wrecv;
   CUdeviceptr nsend, nrecv;
@@ -227,15 +272,15 @@ static void red_call(bench_t *b, void *ctx, int which) {
   void *ns = (void *)(uintptr_t)x->nsend, *nr = (void *)(uintptr_t)x->nrecv;
   if (x->allreduce) {
     if (which == 0)
-      BENCH_CHECK(weft_allreduce(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo, b->stream));
+      BENCH_CHECK(weft_allreduce(b->comm, x->wsend, x->wrecv, x->count, x->wt, x->op, x->algo, b->stream));
     else
-      NCCL_CHECK(ncclAllReduce(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+      NCCL_CHECK(ncclAllReduce(ns, nr, x->count, x->nt, x->nop, x->nc, b->stream));
   } else {
     if (which == 0)
-      BENCH_CHECK(weft_reduce_scatter(b->comm, x->wsend, x->wrecv, x->count, x->wt, WEFT_RED_OP_SUM, x->algo,
+      BENCH_CHECK(weft_reduce_scatter(b->comm, x->wsend, x->wrecv, x->count, x->wt, x->op, x->algo,
                                       b->stream));
     else
-      NCCL_CHECK(ncclReduceScatter(ns, nr, x->count, x->nt, ncclSum, x->nc, b->stream));
+      NCCL_CHECK(ncclReduceScatter(ns, nr, x->count, x->nt, x->nop, x->nc, b->stream));
   }
 }
 
@@ -243,17 +288,26 @@ static int red_main(int argc, char **argv, int allreduce) {
   const char *suite = allreduce ? "allreduce" : "reduce_scatter";
   bench_t b;
   bench_parse(&b, argc, argv, 8, 256 << 20);
-  bench_init(&b, suite);
   red_ctx_t x;
   memset(&x, 0, sizeof x);
-  x.nc = bench_nccl_init(&b);
-  x.algo = bench_parse_algo(b.opt.algo);
-  x.allreduce = allreduce;
   bench_parse_dtype(b.opt.dtype, &x.wt, &x.nt);
   if (x.wt != WEFT_DTYPE_FP16 && x.wt != WEFT_DTYPE_BF16 && x.wt != WEFT_DTYPE_FP32) {
     fprintf(stderr, "weft-bench %s: -d takes fp16, bf16 or fp32\n", suite);
     exit(2);
   }
+  /* -o: weft_red_op_t and ncclRedOp_t list the operators in the same order */
+  static const char *ops[] = {"sum", "prod", "max", "min", "avg"};
+  static const ncclRedOp_t nops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (x.op = 0; b.opt.op && (int)x.op < WEFT_RED_OP_COUNT && strcmp(b.opt.op, ops[x.op]); x.op++) {}
+  if ((int)x.op == WEFT_RED_OP_COUNT) {
+    fprintf(stderr, "weft-bench %s: -o takes sum, prod, max, min or avg, not '%s'\n", suite, b.opt.op);
+    exit(2);
+  }
+  x.nop = nops[x.op];
+  x.algo = bench_parse_algo(b.opt.algo);
+  x.allreduce = allreduce;
+  bench_init(&b, suite);
+  x.nc = bench_nccl_init(&b);
   size_t elem = weft_dtype_size(x.wt), maxb = b.opt.max_bytes, world = (size_t)b.world;
   size_t out_max = allreduce ? maxb : maxb / world + 64;
   /* weft: sendbuf symmetric; recvbuf symmetric for AllReduce, ordinary memory for ReduceScatter */
@@ -291,9 +345,9 @@ static int red_main(int argc, char **argv, int allreduce) {
       for (int which = 0; which < 2; which++) {
         BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
         for (size_t i = 0; i < out; i++) {
-          int sum = 0;
-          for (int r = 0; r < b.world; r++) sum += red_val(r, first + i, round);
-          wrong[which] += red_get(hout, i, elem) != red_bits(sum, x.wt);
+          int vals[WEFT_MAX_LOCAL_RANKS] = {0};
+          for (int r = 0; r < b.world; r++) vals[r] = red_val(r, first + i, round);
+          wrong[which] += !red_right(red_get(hout, i, elem), vals, b.world, (int)x.op, x.wt);
         }
       }
     }

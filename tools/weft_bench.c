@@ -23,6 +23,7 @@ int main_gemm_ar(int argc, char **argv);
 /* The option synopses: the size sweeps' (bench_parse) and the matrix suites' (bench_mm_option) */
 #define SWEEP_OPTS                                                                      \
   "[-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-G 0|1] [-c checks] [-d type] [-a algo] " \
+  "[-o op] " \
   "[-T seconds] [-J file.json]"
 #define MM_OPTS \
   "[-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] [-T seconds] " \
@@ -65,6 +66,7 @@ static const char legend[] =
     "  -l nk|kn     B stored [n, k] or [k, n]\n"
     "  -d TYPE      the data type\n"
     "  -a ALGO      weft's algorithm (auto: weft chooses)\n"
+    "  -o OP        reduce_scatter, allreduce: the operator, sum (default), prod, max, min, avg\n"
     "  -n, -w N     timed and warm-up samples, a sample being 10 calls back to back\n"
     "  -G 0|1       1: each sample replays its calls as one CUDA graph\n"
     "  -c N         calls of each op checked a size, every element, each on fresh data, before\n"

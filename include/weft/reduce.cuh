@@ -1,8 +1,11 @@
 /*
- * weft/reduce.cuh — element sums for the reducing kernels (kernels/reduce.cu, gemm_rs.cu, gemm_ar.cu):
- * fp16, bf16 and fp32 elements (dtype = weft_dtype_t's value) accumulated in fp32 in source order
- * and rounded once to the element type (round to nearest even), 16-byte vectors where every
- * pointer shares its alignment mod 16. NVRTC-clean, like the rest of the device library.
+ * weft/reduce.cuh — element reductions for the reducing kernels (kernels/reduce.cu, gemm_rs.cu,
+ * gemm_ar.cu): fp16, bf16 and fp32 elements (dtype = weft_dtype_t's value) combined in fp32 in
+ * source order and rounded once to the element type (round to nearest even), 16-byte vectors
+ * where every pointer shares its alignment mod 16. The operator is the module's WEFT_RED_OP
+ * (weft_red_op_t's value, -D at compile time; sum where undefined, as the GEMMs' reductions), so
+ * the loops below are written once: "sum" in their names means that combination. NVRTC-clean,
+ * like the rest of the device library.
  */
 #ifndef WEFT_REDUCE_CUH
 #define WEFT_REDUCE_CUH
@@ -13,6 +16,40 @@
 #define WEFT_RED_FP16 2
 #define WEFT_RED_BF16 3
 #define WEFT_RED_FP32 4
+
+/* weft_red_op_t's values */
+#define WEFT_RED_SUM 0
+#define WEFT_RED_PROD 1
+#define WEFT_RED_MAX 2
+#define WEFT_RED_MIN 3
+#define WEFT_RED_AVG 4
+#ifndef WEFT_RED_OP
+#define WEFT_RED_OP WEFT_RED_SUM
+#endif
+
+/* acc combined with the next source's x (AVG sums; its scaling is weft_red_final's). */
+static __device__ __forceinline__ float weft_red_combine(float acc, float x) {
+#if WEFT_RED_OP == WEFT_RED_PROD
+  return acc * x;
+#elif WEFT_RED_OP == WEFT_RED_MAX
+  return fmaxf(acc, x);
+#elif WEFT_RED_OP == WEFT_RED_MIN
+  return fminf(acc, x);
+#else
+  return acc + x;
+#endif
+}
+
+/* What is stored of a finished combination: AVG's sum over the node's ranks times 1 / world (one
+ * fp32 multiply by the reciprocal the runtime rounded, then the one rounding to the element type;
+ * a divide here would call a slow path that spills). */
+static __device__ __forceinline__ float weft_red_final(float acc) {
+#if WEFT_RED_OP == WEFT_RED_AVG
+  return acc * weft_state.inv_local_world;
+#else
+  return acc;
+#endif
+}
 
 /* ---- element conversions and sums ---------------------------------------------------------- */
 
@@ -32,19 +69,21 @@ static __device__ __forceinline__ unsigned short weft_red_f2bf(float f) {
   return h;
 }
 
-/* A 32-bit word holds one fp32 element or two 16-bit ones; acc[0..1] are its elements' sums. */
+/* A 32-bit word holds one fp32 element or two 16-bit ones; acc[0..1] are its elements'
+ * combinations so far; word_pack stores finished ones. */
 static __device__ __forceinline__ void weft_red_word_add(float *acc, unsigned w, int dtype, int first) {
   float a, b = 0.f;
   if (dtype == WEFT_RED_FP32) a = __uint_as_float(w);
   else if (dtype == WEFT_RED_BF16) a = __uint_as_float(w << 16), b = __uint_as_float(w & 0xffff0000u);
   else a = weft_red_h2f((unsigned short)w), b = weft_red_h2f((unsigned short)(w >> 16));
   if (first) acc[0] = a, acc[1] = b;
-  else acc[0] += a, acc[1] += b;
+  else acc[0] = weft_red_combine(acc[0], a), acc[1] = weft_red_combine(acc[1], b);
 }
 static __device__ __forceinline__ unsigned weft_red_word_pack(const float *acc, int dtype) {
-  if (dtype == WEFT_RED_FP32) return __float_as_uint(acc[0]);
-  if (dtype == WEFT_RED_BF16) return (unsigned)weft_red_f2bf(acc[0]) | (unsigned)weft_red_f2bf(acc[1]) << 16;
-  return (unsigned)weft_red_f2h(acc[0]) | (unsigned)weft_red_f2h(acc[1]) << 16;
+  float a = weft_red_final(acc[0]), b = weft_red_final(acc[1]);
+  if (dtype == WEFT_RED_FP32) return __float_as_uint(a);
+  if (dtype == WEFT_RED_BF16) return (unsigned)weft_red_f2bf(a) | (unsigned)weft_red_f2bf(b) << 16;
+  return (unsigned)weft_red_f2h(a) | (unsigned)weft_red_f2h(b) << 16;
 }
 
 static __device__ __forceinline__ float weft_red_elem_load(const char *p, int dtype) {
@@ -52,7 +91,9 @@ static __device__ __forceinline__ float weft_red_elem_load(const char *p, int dt
   unsigned short h = *(const unsigned short *)p;
   return dtype == WEFT_RED_BF16 ? __uint_as_float((unsigned)h << 16) : weft_red_h2f(h);
 }
+/* a finished combination v */
 static __device__ __forceinline__ void weft_red_elem_store(char *p, float v, int dtype) {
+  v = weft_red_final(v);
   if (dtype == WEFT_RED_FP32) *(float *)p = v;
   else *(unsigned short *)p = dtype == WEFT_RED_BF16 ? weft_red_f2bf(v) : weft_red_f2h(v);
 }
@@ -163,7 +204,7 @@ WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_fp16, WEFT_RED_FP16)
 WEFT_RED_SUM_VECTORS_AS(weft_red_sum_vectors_fp32, WEFT_RED_FP32)
 #undef WEFT_RED_SUM_VECTORS_AS
 
-/* dst[d][i] = sum over s in rank order of src[s][i], for i in [0, n) elements, d < ndst; the
+/* dst[d][i] = WEFT_RED_OP over s in rank order of src[s][i], for i in [0, n) elements, d < ndst; the
  * grid's threads t of nt share the work. src and dst live in shared memory (every thread reads
  * the same pointers). 16-byte vectors when every pointer has the same alignment mod 16 (elements
  * up to the first boundary and the tail one by one), elements one by one otherwise. Each element
@@ -188,7 +229,7 @@ static __device__ void weft_red_sum_range(const char *const *src, int nsrc, char
   for (weft_u64_t k = t; k < head + (n - tail); k += nt) {
     weft_u64_t i = k < head ? k : tail + (k - head), b = i * es;
     float acc = weft_red_elem_load(src[0] + b, dtype);
-    for (int s = 1; s < nsrc; s++) acc += weft_red_elem_load(src[s] + b, dtype);
+    for (int s = 1; s < nsrc; s++) acc = weft_red_combine(acc, weft_red_elem_load(src[s] + b, dtype));
     for (int d = 0; d < ndst; d++) weft_red_elem_store(dst[d] + b, acc, dtype);
   }
 }

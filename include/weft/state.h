@@ -110,6 +110,7 @@ typedef struct weft_device_state {
   int local_world;      /* ranks on this node */
   int node_first_rank;  /* world rank of local rank 0 (a node's ranks are consecutive) */
   int multicast_enabled;
+  float inv_local_world; /* 1 / local_world rounded to nearest (AVG reductions: no divide) */
   weft_u64 heap_base;   /* address of local rank 0's heap in this process */
   weft_u64 heap_stride; /* distance between consecutive local ranks' heaps */
   weft_u64 heap_size;   /* usable bytes of each rank's heap */

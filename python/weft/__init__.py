@@ -261,8 +261,9 @@ class Comm:
         return out
 
     def reduce_scatter(self, out, inp, op="sum", algo="auto", stream=None):
-        """out = the sum over ranks of their inp[rank * n:(rank + 1) * n] (n = out.numel()),
-        in fp32, rounded once. inp: symmetric, world * n elements; out: any device memory."""
+        """out = op over ranks of their inp[rank * n:(rank + 1) * n] (n = out.numel()), in fp32,
+        rounded once; op: sum, prod, max, min or avg. inp: symmetric, world * n elements; out:
+        any device memory."""
         self._same(out, inp, "reduce_scatter")
         self._numel(inp, self.world_size * out.numel(), "reduce_scatter's inp")
         self._call("weft_reduce_scatter", ctypes.c_void_p(self._ptr(inp, "inp")),
@@ -271,8 +272,9 @@ class Comm:
         return out
 
     def all_reduce(self, tensor, out=None, op="sum", algo="auto", stream=None):
-        """out = the sum over ranks of their tensor, in fp32 in rank order, rounded once (every
-        rank gets the same bits). In place when out is None. Both symmetric."""
+        """out = op over ranks of their tensor (sum, prod, max, min or avg), in fp32 in rank
+        order, rounded once (every rank gets the same bits). In place when out is None. Both
+        symmetric."""
         out = tensor if out is None else out
         self._same(out, tensor, "all_reduce")
         self._numel(out, tensor.numel(), "all_reduce's out")

@@ -17,7 +17,7 @@ SUCCESS = 0
 DTYPES = {"uint8": 0, "int32": 1, "float16": 2, "bfloat16": 3, "float32": 4, "float64": 5}
 ALGOS = {"auto": 0, "copy_engine": 1, "sm": 2, "ll": 3, "two_shot": 4, "ring": 5, "sequential": 6}
 LAYOUTS = {"nk": 0, "kn": 1}
-RED_OPS = {"sum": 0}
+RED_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 
 
 class Error(RuntimeError):

@@ -46,6 +46,13 @@ static inline int weft_ops_gpu_clusters(const weft_ops_gpu_t *g, int size) {
          : size == 8 ? g->clusters[3] : 0;
 }
 
+/* kernels/reduce.cu's kernels, compiled for one reduction operator */
+typedef struct weft_red_kernels {
+  struct weft_module *mod;
+  struct weft_kernel *pull, *ll, *ll2, *ll128, *push2, *ce_enter, *ce_step, *ce_wait, *ce_reduce,
+      *ring;
+} weft_red_kernels_t;
+
 typedef struct weft_ops {
   /* allgather */
   struct weft_module *ag;
@@ -60,10 +67,9 @@ typedef struct weft_ops {
   unsigned *gemm_counters;
   size_t gemm_ws_floats;
   int gemm_ws_counters;
-  /* reduce_scatter and allreduce (kernels/reduce.cu) */
-  struct weft_module *red;
-  struct weft_kernel *red_pull, *red_ll, *red_ll2, *red_ll128, *red_push2, *red_ce_enter,
-      *red_ce_step, *red_ce_wait, *red_ce_reduce, *red_ring;
+  /* reduce_scatter and allreduce: kernels/reduce.cu once a weft_red_op_t (-DWEFT_RED_OP), SUM's
+   * loaded at init, another's at its first call (a NULL mod: not yet) */
+  weft_red_kernels_t red[WEFT_RED_OP_COUNT];
   unsigned char *red_ll_buf;    /* [2][local_world][red_ll_slot] symmetric */
   size_t red_ll_slot;
   int red_ll_two; /* WEFT_AR_LL: -1 unset (by size), 0 one-shot, 1 two-shot (measurements) */

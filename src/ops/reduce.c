@@ -12,6 +12,7 @@
  */
 #include "ops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,22 +88,47 @@ static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
   return WEFT_LL128_BYTES(per);
 }
 
+/* kernels/reduce.cu compiled for op (-DWEFT_RED_OP; SUM's without it, the device library's
+ * default) into comm->ops.red[op], which is left untouched on failure. */
+static weft_status_t red_load(weft_comm_t *comm, weft_red_op_t op) {
+  char op_def[32];
+  snprintf(op_def, sizeof op_def, "-DWEFT_RED_OP=%d", (int)op);
+  const char *opts[2];
+  int nopts = 0;
+  /* the LL forms poll four ranks' lines at once above 2 ranks (kernels/reduce.cu says why) */
+  if (comm->local_world > 2) opts[nopts++] = "-DWEFT_RED_LL_BATCH=4";
+  if (op != WEFT_RED_OP_SUM) opts[nopts++] = op_def;
+  weft_red_kernels_t k = {0};
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", opts, nopts, &k.mod));
+  const struct {
+    const char *name;
+    struct weft_kernel **to;
+  } names[] = {{"weft_red_pull", &k.pull},         {"weft_red_ll", &k.ll},
+               {"weft_red_ll2", &k.ll2},           {"weft_red_ll128", &k.ll128},
+               {"weft_red_push2", &k.push2},       {"weft_red_ce_enter", &k.ce_enter},
+               {"weft_red_ce_step", &k.ce_step},   {"weft_red_ce_wait", &k.ce_wait},
+               {"weft_red_ce_reduce", &k.ce_reduce}, {"weft_red_ring", &k.ring}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    weft_status_t st = weft_module_get_kernel(k.mod, names[i].name, names[i].to);
+    if (st != WEFT_STATUS_SUCCESS) {
+      weft_module_unload(k.mod);
+      return st;
+    }
+  }
+  comm->ops.red[op] = k;
+  return WEFT_STATUS_SUCCESS;
+}
+
+/* op's kernels, loaded at the first call that needs them (SUM's at init). */
+static weft_status_t red_kernels(weft_comm_t *comm, weft_red_op_t op, const weft_red_kernels_t **k) {
+  if (!comm->ops.red[op].mod) WEFT_CHECK(red_load(comm, op));
+  *k = &comm->ops.red[op];
+  return WEFT_STATUS_SUCCESS;
+}
+
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
-  /* the LL forms poll four ranks' lines at once above 2 ranks (kernels/reduce.cu says why) */
-  const char *batch[] = {"-DWEFT_RED_LL_BATCH=4"};
-  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/reduce.cu", batch, comm->local_world > 2,
-                                       &o->red));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_pull", &o->red_pull));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll", &o->red_ll));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll2", &o->red_ll2));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ll128", &o->red_ll128));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_push2", &o->red_push2));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_enter", &o->red_ce_enter));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_step", &o->red_ce_step));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_wait", &o->red_ce_wait));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ce_reduce", &o->red_ce_reduce));
-  WEFT_CHECK(weft_module_get_kernel(o->red, "weft_red_ring", &o->red_ring));
+  WEFT_CHECK(red_load(comm, WEFT_RED_OP_SUM));
   const char *ll = getenv("WEFT_AR_LL");
   if (ll && strcmp(ll, "one") && strcmp(ll, "two"))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "WEFT_AR_LL=%s: one or two", ll);
@@ -141,7 +167,8 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
 
 void weft_reduce_destroy(weft_comm_t *comm) {
   /* The LL and staging areas go with the heap. */
-  if (comm->ops.red) weft_module_unload(comm->ops.red);
+  for (int op = 0; op < WEFT_RED_OP_COUNT; op++)
+    if (comm->ops.red[op].mod) weft_module_unload(comm->ops.red[op].mod);
 }
 
 static int overlap(const char *a, size_t an, const char *b, size_t bn) {
@@ -153,7 +180,7 @@ static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_o
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, dtype == WEFT_DTYPE_FP16 || dtype == WEFT_DTYPE_BF16 || dtype == WEFT_DTYPE_FP32,
            "dtype %d: reductions take fp16, bf16 or fp32", (int)dtype);
-  WEFT_ARG(comm, op == WEFT_RED_OP_SUM, "op %d is not a weft_red_op_t", (int)op);
+  WEFT_ARG(comm, (unsigned)op < WEFT_RED_OP_COUNT, "op %d is not a weft_red_op_t", (int)op);
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "reductions run over the ranks of one node (world %d, %d on this node)",
@@ -173,23 +200,24 @@ static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
 }
 
 /* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
-static weft_status_t red_pull(weft_comm_t *comm, const char *send, char *recv, size_t n,
-                              size_t elem, weft_dtype_t dtype, int push, CUstream stream) {
+static weft_status_t red_pull(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                              char *recv, size_t n, size_t elem, weft_dtype_t dtype, int push,
+                              CUstream stream) {
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   cfg.block[0] = RED_THREADS;
   cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
   unsigned long long count = n;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &count, &dt, &push};
-  return weft_kernel_launch(comm->ops.red_pull, &cfg, args, stream);
+  return weft_kernel_launch(k->pull, &cfg, args, stream);
 }
 
 /* weft_red_push2 over count elements of send, segments of per elements, each in slices of a
  * block: gather 1, AllReduce into recv (count at most WEFT_ALLREDUCE_PUSH_BYTES, per a multiple of
  * 8); gather 0, ReduceScatter of this rank's segment into recv (per at most that over world). */
-static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, size_t count,
-                               size_t per, size_t elem, weft_dtype_t dtype, int gather,
-                               CUstream stream) {
+static weft_status_t red_push2(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                               char *recv, size_t count, size_t per, size_t elem,
+                               weft_dtype_t dtype, int gather, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   size_t most = (size_t)WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS / (size_t)comm->local_world;
   if (most > (size_t)o->gpu.sms) most = (size_t)o->gpu.sms;
@@ -203,7 +231,7 @@ static weft_status_t red_push2(weft_comm_t *comm, const char *send, char *recv, 
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &n, &per_, &slice, &dt, &o->red_push2_buf, &slot, &gather};
   cfg.programmatic = 1; /* weft_pdl_begin */
-  return weft_kernel_launch(o->red_push2, &cfg, args, stream);
+  return weft_kernel_launch(k->push2, &cfg, args, stream);
 }
 
 /* An LL kernel (weft_red_ll, _ll2, _ll128) on `threads` threads of work, RED_LL_THREADS a
@@ -222,42 +250,44 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
 /* weft_red_ll over bytes (at most WEFT_ALLREDUCE_LL_MAX_BYTES(world)) of send: AllReduce with
  * seg_stride 0, ReduceScatter with the segments seg_stride bytes apart; send NULL: the reduction
  * only (weft_reduce_ll_sum). */
-static weft_status_t red_ll(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
-                            size_t seg_stride, weft_dtype_t dtype, CUstream stream) {
+static weft_status_t red_ll(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                            char *recv, size_t bytes, size_t seg_stride, weft_dtype_t dtype,
+                            CUstream stream) {
   weft_ops_t *o = &comm->ops;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
-  return red_ll_launch(comm, o->red_ll, (lines + RED_LL_LINES - 1) / RED_LL_LINES, args, stream);
+  return red_ll_launch(comm, k->ll, (lines + RED_LL_LINES - 1) / RED_LL_LINES, args, stream);
 }
 
 /* weft_red_ll2: AllReduce two-shot in LL lines over bytes (at most
  * WEFT_ALLREDUCE_LL_MAX_BYTES(world)), segments of per bytes (a multiple of 8), a thread a line. */
-static weft_status_t red_ll2(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
-                             weft_dtype_t dtype, CUstream stream) {
+static weft_status_t red_ll2(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                             char *recv, size_t bytes, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   size_t world = (size_t)comm->local_world;
   unsigned long long per = (bytes + world * 8 - 1) / (world * 8) * 8, nbytes = bytes, slot = o->red_ll_slot;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per, &dt, &o->red_ll_buf, &slot};
-  return red_ll_launch(comm, o->red_ll2, per / 8, args, stream);
+  return red_ll_launch(comm, k->ll2, per / 8, args, stream);
 }
 
 /* weft_red_ll128: AllReduce two-shot in LL128 lines over count elements (bytes at most
  * red_ll128_max), segments of per elements; a group of 8 lanes a line. */
-static weft_status_t red_ll128(weft_comm_t *comm, const char *send, char *recv, size_t count,
-                               size_t per, size_t elem, weft_dtype_t dtype, CUstream stream) {
+static weft_status_t red_ll128(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                               char *recv, size_t count, size_t per, size_t elem,
+                               weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   unsigned long long nbytes = count * elem, per_bytes = per * elem, slot = o->red_ll128_slot;
   unsigned long long lines = WEFT_LL128_BYTES(per_bytes) / WEFT_LL128_LINE;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &per_bytes, &dt, &o->red_ll128_buf, &slot};
-  return red_ll_launch(comm, o->red_ll128, 8 * lines, args, stream);
+  return red_ll_launch(comm, k->ll128, 8 * lines, args, stream);
 }
 
 weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,
                                  CUstream stream) {
-  return red_ll(comm, NULL, recv, bytes, 0, dtype, stream);
+  return red_ll(comm, &comm->ops.red[WEFT_RED_OP_SUM], NULL, recv, bytes, 0, dtype, stream);
 }
 
 /* Copy-engine ReduceScatter (seeds/001 Algorithm 3; kernels/reduce.cu has the protocol): enter
@@ -269,8 +299,9 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
  * the caller's stream waits for each round's arrivals in one block and reduces it, on at most
  * all SMs but one (the step kernels must find room beside it). The join keeps the caller's
  * stream behind the copies (they read sendbuf). */
-static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
-                                    size_t elem, weft_dtype_t dtype, CUstream stream) {
+static weft_status_t rs_copy_engine(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                                    char *recv, size_t recvcount, size_t elem, weft_dtype_t dtype,
+                                    CUstream stream) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world, dt = (int)dtype;
   /* elements a round: a multiple of 4 KiB (pieces keep the segments' alignment) */
@@ -283,21 +314,21 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT, step = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
   step.block[0] = (unsigned)world; /* a thread a peer */
-  WEFT_CHECK(weft_kernel_launch(o->red_ce_enter, &one, NULL, stream));
+  WEFT_CHECK(weft_kernel_launch(k->ce_enter, &one, NULL, stream));
   WEFT_CHECK(weft_ops_fork(comm, stream));
   for (size_t r = 0, off = 0; off < recvcount; r++, off += piece) {
     size_t n = recvcount - off < piece ? recvcount - off : piece;
     unsigned char *stage = o->red_stage_buf + (r & 1) * (size_t)world * slot;
     int sent = r > 0, next = 1;
     void *sargs[] = {&sent, &next};
-    WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &step, sargs, o->side));
+    WEFT_CHECK(weft_kernel_launch(k->ce_step, &step, sargs, o->side));
     for (int k = 1; k < world; k++) {
       int q = (me + k) % world;
       const char *src = send + ((size_t)q * recvcount + off) * elem;
       CUdeviceptr dst = weft_heap_peer(&comm->heap, stage + (size_t)me * slot + ((uintptr_t)src & 15), q);
       WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
     }
-    WEFT_CHECK(weft_kernel_launch(o->red_ce_wait, &one, NULL, stream));
+    WEFT_CHECK(weft_kernel_launch(k->ce_wait, &one, NULL, stream));
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
     cfg.block[0] = RED_THREADS;
     cfg.grid[0] = red_blocks(comm, (unsigned long long)n * elem);
@@ -307,19 +338,19 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const char *send, char *r
     unsigned long long cnt = n;
     int last = off + n >= recvcount;
     void *args[] = {(void *)&own, &stage, &slot, &out, &cnt, &dt, &last};
-    WEFT_CHECK(weft_kernel_launch(o->red_ce_reduce, &cfg, args, stream));
+    WEFT_CHECK(weft_kernel_launch(k->ce_reduce, &cfg, args, stream));
   }
   int sent = 1, next = 0;
   void *sargs[] = {&sent, &next};
-  WEFT_CHECK(weft_kernel_launch(o->red_ce_step, &step, sargs, o->side));
+  WEFT_CHECK(weft_kernel_launch(k->ce_step, &step, sargs, o->side));
   return weft_ops_join(comm, stream);
 }
 
 /* Ring ReduceScatter (kernels/reduce.cu, weft_red_ring): WEFT_MAX_LOCAL_RANKS blocks, one per
  * slice and count word, in every call (every call must advance every word alike); the staging
  * area holds two parities of every slice's fp32 partials, per floats each. */
-static weft_status_t rs_ring(weft_comm_t *comm, const char *send, char *recv, size_t recvcount,
-                             weft_dtype_t dtype, CUstream stream) {
+static weft_status_t rs_ring(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
+                             char *recv, size_t recvcount, weft_dtype_t dtype, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   unsigned slices = WEFT_MAX_LOCAL_RANKS;
   size_t floats = 2 * (size_t)comm->local_world * o->red_stage_slot / 4;
@@ -329,7 +360,7 @@ static weft_status_t rs_ring(weft_comm_t *comm, const char *send, char *recv, si
   cfg.block[0] = RED_THREADS;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &count, &dt, &o->red_stage_buf, &per};
-  return weft_kernel_launch(o->red_ring, &cfg, args, stream);
+  return weft_kernel_launch(k->ring, &cfg, args, stream);
 }
 
 weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *recvbuf,
@@ -363,14 +394,17 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
            "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
            comm->local_world, seg);
   WEFT_CHECK(weft_comm_make_current(comm));
+  const weft_red_kernels_t *k;
+  WEFT_CHECK(red_kernels(comm, op, &k));
   CUstream s = (CUstream)stream;
-  if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, send, recv, recvcount, elem, dtype, s);
-  if (algo == WEFT_ALGO_RING) return rs_ring(comm, send, recv, recvcount, dtype, s);
-  if (algo == WEFT_ALGO_LL) return red_ll(comm, send, recv, seg, seg, dtype, s);
+  if (algo == WEFT_ALGO_COPY_ENGINE) return rs_copy_engine(comm, k, send, recv, recvcount, elem, dtype, s);
+  if (algo == WEFT_ALGO_RING) return rs_ring(comm, k, send, recv, recvcount, dtype, s);
+  if (algo == WEFT_ALGO_LL) return red_ll(comm, k, send, recv, seg, seg, dtype, s);
   /* SM: by pushes where a segment fits the push two-shot's staging, by pulls above */
   if (push)
-    return red_push2(comm, send, recv, recvcount * (size_t)comm->local_world, recvcount, elem, dtype, 0, s);
-  return red_pull(comm, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
+    return red_push2(comm, k, send, recv, recvcount * (size_t)comm->local_world, recvcount, elem,
+                     dtype, 0, s);
+  return red_pull(comm, k, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }
 
 weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -416,16 +450,18 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
            "WEFT_ALGO_SM (one-shot) cannot run in place: peers read sendbuf while recvbuf is "
            "written (use two-shot or LL)");
   WEFT_CHECK(weft_comm_make_current(comm));
+  const weft_red_kernels_t *k;
+  WEFT_CHECK(red_kernels(comm, op, &k));
   CUstream s = (CUstream)stream;
-  if (algo == WEFT_ALGO_SM) return red_pull(comm, send, recv, count, elem, dtype, 0, s);
+  if (algo == WEFT_ALGO_SM) return red_pull(comm, k, send, recv, count, elem, dtype, 0, s);
   if (algo == WEFT_ALGO_TWO_SHOT) {
     size_t per = red_two_shot_per(comm, count);
-    if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, send, recv, count, per, elem, dtype, s);
-    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, send, recv, count, per, elem, dtype, 1, s);
+    if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, k, send, recv, count, per, elem, dtype, s);
+    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, k, send, recv, count, per, elem, dtype, 1, s);
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
-    return red_pull(comm, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
+    return red_pull(comm, k, send + lo * elem, recv + lo * elem, n, elem, dtype, 1, s);
   }
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
    * more NVLink hop) from RED_LL2_MIN_BYTES at 3 ranks or more; WEFT_AR_LL=one|two (read at
@@ -433,5 +469,5 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   int two = comm->ops.red_ll_two >= 0 ? comm->ops.red_ll_two
                                       : comm->local_world > 2 && bytes >= RED_LL2_MIN_BYTES;
   two = two && comm->local_world > 1;
-  return two ? red_ll2(comm, send, recv, bytes, dtype, s) : red_ll(comm, send, recv, bytes, 0, dtype, s);
+  return two ? red_ll2(comm, k, send, recv, bytes, dtype, s) : red_ll(comm, k, send, recv, bytes, 0, dtype, s);
 }

@@ -183,6 +183,7 @@ static void fill_state(weft_comm_t *comm) {
   s->local_world = comm->local_world;
   s->node_first_rank = comm->node_first_rank;
   s->multicast_enabled = 0; /* DESIGN.md, Safety: never on by default */
+  s->inv_local_world = 1.0f / (float)comm->local_world;
   s->heap_base = comm->heap.base;
   s->heap_stride = comm->heap.stride;
   s->heap_size = comm->heap.stride;

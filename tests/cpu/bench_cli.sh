@@ -37,5 +37,8 @@ expect 2 "bad -T" "$wb" allreduce -T 0
 expect 2 "bad -T (matrix)" "$wb" gemm -T x
 expect 2 "bad --config" "$wb" gemm --config ZZ=1
 expect 2 "bad -s" "$wb" ag_gemm -s 1,2
+expect 2 "bad -o" "$wb" reduce_scatter -o mean
+has "-o takes sum, prod, max, min or avg" err "bad -o: no reason on stderr"
+expect 2 "bad -d (a reduction)" "$wb" allreduce -d int32
 echo "$(echo "$suites" | wc -w) suites; $fails failures"
 [ "$fails" = 0 ]

@@ -10,8 +10,12 @@
  *          (fp32 accumulation, then one rounding: what weft promises);
  *   NCCL:  |n - ref| <= world * 2^-24 * S + world * ulp(S) (NCCL may round after every step);
  *   both:  |w - n| within the sum of the two bounds.
- * A poisoned (NaN) or missing element fails all three. The largest |w - ref| / ulp(S) is kept
- * (the normalised error).
+ * The other operators (rt_t.op): MAX and MIN exactly (both); PROD |w - ref| <= world * 2^-24 *
+ * |ref| + ulp(|ref|) / 2 (NCCL: + 2 world ulp(|ref|)); AVG the sum's bounds over world, plus
+ * 2^-22 |ref| for the fp32 reciprocal and multiply (NCCL: + world ulp(S / world), its
+ * pre-multiplied inputs).
+ * A poisoned (NaN) or missing element fails all three. The largest |w - ref| / ulp(S) (PROD:
+ * ulp(|ref|)) is kept (the normalised error).
  */
 #ifndef WEFT_REDUCE_TEST_H
 #define WEFT_REDUCE_TEST_H
@@ -74,16 +78,32 @@ static const char *reduce_test_src =
     "   the root rank's */\n"
     "extern \"C\" __global__ void check(const char *out, unsigned long long n, int dt, unsigned long long seed,\n"
     "                                  int world, unsigned c, unsigned long long i0, const char *nccl,\n"
-    "                                  unsigned long long *stats) {\n"
+    "                                  unsigned long long *stats, int op) {\n"
     "  GRID_LOOP(i, n) {\n"
-    "    double ref = 0, s = 0;\n"
-    "    for (int r = 0; r < world; r++) { double x = t_val(seed, r, c, i0 + i, dt); ref += x; s += x < 0 ? -x : x; }\n"
-    "    double acc = world * s / 16777216.0, aref = ref < 0 ? -ref : ref;\n"
-    "    double bw = (acc + 0.5 * t_ulp(aref + acc, dt)) * 1.000001, bn = (acc + world * t_ulp(s, dt)) * 1.000001;\n"
+    "    double ref = 0, s = 0, prod = 1, mx = -2, mn = 2;\n"
+    "    for (int r = 0; r < world; r++) {\n"
+    "      double x = t_val(seed, r, c, i0 + i, dt);\n"
+    "      ref += x; s += x < 0 ? -x : x; prod *= x; mx = x > mx ? x : mx; mn = x < mn ? x : mn;\n"
+    "    }\n"
+    "    double acc = world * s / 16777216.0, bw, bn, unit = t_ulp(s, dt);\n"
+    "    if (op == 2 || op == 3) { ref = op == 2 ? mx : mn; bw = bn = 0; }\n"
+    "    else if (op == 1) {\n"
+    "      double a = prod < 0 ? -prod : prod, e = world * a / 16777216.0;\n"
+    "      ref = prod; unit = t_ulp(a, dt);\n"
+    "      bw = (e + 0.5 * t_ulp(a + e, dt)) * 1.000001; bn = (e + 2 * world * unit) * 1.000001;\n"
+    "    } else {\n"
+    "      double aref = ref < 0 ? -ref : ref;\n"
+    "      bw = (acc + 0.5 * t_ulp(aref + acc, dt)) * 1.000001, bn = (acc + world * t_ulp(s, dt)) * 1.000001;\n"
+    "      if (op == 4) {\n"
+    "        ref /= world; aref /= world; acc = acc / world + aref / 4194304.0;\n"
+    "        bw = (acc + 0.5 * t_ulp(aref + acc, dt)) * 1.000001;\n"
+    "        bn = bn / world + world * t_ulp(s / world, dt) + aref / 4194304.0;\n"
+    "      }\n"
+    "    }\n"
     "    double w = t_load(out, i, dt), ew = w - ref;\n"
     "    ew = ew < 0 ? -ew : ew;\n"
     "    if (!(ew <= bw)) atomicAdd(&stats[0], 1ull);\n"
-    "    double ne = ew / t_ulp(s, dt);\n"
+    "    double ne = ew / unit;\n"
     "    if (ne == ne) atomicMax(&stats[3], (unsigned long long)__double_as_longlong(ne));\n"
     "    if (nccl) {\n"
     "      double v = t_load(nccl, i, dt), d = w - v, en = v - ref;\n"
@@ -117,6 +137,7 @@ typedef struct rt {
   ncclComm_t nc; /* NULL where ranks share a GPU (WEFT_SHARE_GPUS): NCCL refuses that */
   unsigned long long seed; /* per run, the same on every rank */
   int rank, world;
+  weft_red_op_t op; /* what rt_check checks against (SUM unless a block sets another) */
 } rt_t;
 
 #define NCCL_OK(call)                                                                     \
@@ -171,6 +192,15 @@ static inline ncclDataType_t rt_nccl_type(weft_dtype_t dt) {
 static inline const char *rt_type_name(weft_dtype_t dt) {
   return dt == WEFT_DTYPE_FP16 ? "fp16" : dt == WEFT_DTYPE_BF16 ? "bf16" : "fp32";
 }
+/* weft_red_op_t and ncclRedOp_t list the operators in the same order */
+static inline ncclRedOp_t rt_nccl_op(weft_red_op_t op) {
+  static const ncclRedOp_t nccl[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  return nccl[op];
+}
+static inline const char *rt_op_name(weft_red_op_t op) {
+  static const char *names[] = {"sum", "prod", "max", "min", "avg"};
+  return names[op];
+}
 
 static inline void rt_launch(weft_kernel_t *k, unsigned long long n, void **args, CUstream s) {
   weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
@@ -189,12 +219,12 @@ static inline void rt_fill(rt_t *t, void *p, size_t n, weft_dtype_t dt, int r, u
   rt_launch(t->fill, nn, a, s);
 }
 
-/* out[k] (and nccl[k] unless NULL) against the sum over ranks of input element i0 + k of call c */
+/* out[k] (and nccl[k] unless NULL) against t->op over ranks of input element i0 + k of call c */
 static inline void rt_check(rt_t *t, const void *out, size_t n, weft_dtype_t dt, unsigned c,
                             size_t i0, const void *nccl, CUstream s) {
   unsigned long long nn = n, ii = i0;
-  int d = (int)dt;
-  void *a[] = {(void *)&out, &nn, &d, &t->seed, &t->world, &c, &ii, (void *)&nccl, &t->stats};
+  int d = (int)dt, op = (int)t->op;
+  void *a[] = {(void *)&out, &nn, &d, &t->seed, &t->world, &c, &ii, (void *)&nccl, &t->stats, &op};
   rt_launch(t->check, nn, a, s);
 }
 

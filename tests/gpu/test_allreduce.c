@@ -1,7 +1,7 @@
 /*
- * test_allreduce.c — weft_allreduce (sum) against a float64 reference and NCCL's ncclAllReduce on
+ * test_allreduce.c — weft_allreduce against a float64 reference and NCCL's ncclAllReduce on
  * the same inputs (reduce_test.h gives the bounds): every algorithm (SM one-shot, two-shot, LL,
- * auto), fp16 / bf16 / fp32, counts from 1 to 64M elements including odd ones, odd element
+ * auto), sum and (fewer sizes) the other operators, fp16 / bf16 / fp32, counts from 1 to 64M elements including odd ones, odd element
  * offsets of both buffers, in place, guard zones around the output, bit-identical results on
  * every rank, CUDA-graph capture and replay, and 1,000 back-to-back calls with random per-rank
  * delays and no host synchronisation. Inputs are drawn fresh each run (the seed is printed), the
@@ -128,6 +128,47 @@ int main(void) {
     if (weft_allreduce(t.comm, sendb, sendb, 100, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_SM, s) !=
         WEFT_STATUS_INVALID_ARGUMENT)
       fails++, printf("[%d] FAIL: SM one-shot accepted in place\n", me);
+  }
+
+  /* The other operators, every algorithm, against float64 and NCCL's same operator: sizes that
+   * reach LL, the LL128 two-shot, the pushes and (fp32, 36 MB) the pull two-shot. */
+  {
+    const size_t counts[] = {1, 4099, 262147, 1000003, 9000001};
+    int before = fails;
+    for (int op = WEFT_RED_OP_PROD; op < WEFT_RED_OP_COUNT; op++) {
+      t.op = (weft_red_op_t)op;
+      for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        for (int a = 0; a < 4; a++) {
+          weft_dtype_t dt = counts[i] > 4000000 ? WEFT_DTYPE_FP32 : dts[(i + (size_t)op) % 3];
+          size_t n = counts[i], bytes = n * weft_dtype_size(dt);
+          if (!takes(algos[a], bytes, 0)) continue;
+          CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+          call++;
+          rt_fill(&t, sendb, n, dt, me, call, 0, s);
+          rt_fill(&t, (void *)(uintptr_t)nsend, n, dt, me, call, 0, s);
+          CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, bytes, s));
+          CU(cuMemsetD8Async(nrecv, 0xFF, bytes, s));
+          OK(weft_allreduce(t.comm, sendb, recvb, n, dt, t.op, algos[a], s));
+          if (t.nc) NCCL_OK(ncclAllReduce((void *)(uintptr_t)nsend, (void *)(uintptr_t)nrecv, n,
+                                          rt_nccl_type(dt), rt_nccl_op(t.op), t.nc, s));
+          rt_check(&t, recvb, n, dt, call, 0, t.nc ? (void *)(uintptr_t)nrecv : NULL, s);
+          rt_same(&t, recvb, bytes, t.comm->node_first_rank, s);
+          rt_stats(&t, s, st);
+          if (st[0] || st[1] || st[5]) {
+            fails++;
+            printf("[%d] FAIL %s %s: %zu x %s: %llu off float64, %llu off NCCL's, %llu bytes differ "
+                   "from rank 0's\n", me, rt_op_name(t.op), anames[a], n, rt_type_name(dt), st[0],
+                   st[1], st[5]);
+          }
+          if (st[2]) printf("[%d] note: NCCL's %s off float64 on %llu elements (%s, %zu x %s)\n", me,
+                            rt_op_name(t.op), st[2], anames[a], n, rt_type_name(dt));
+        }
+    }
+    t.op = WEFT_RED_OP_SUM;
+    if (weft_allreduce(t.comm, sendb, recvb, 100, WEFT_DTYPE_FP32, WEFT_RED_OP_COUNT, WEFT_ALGO_AUTO, s) !=
+        WEFT_STATUS_INVALID_ARGUMENT)
+      fails++, printf("[%d] FAIL: an operator out of range accepted\n", me);
+    printf("[%d] prod, max, min, avg, every algorithm: %s\n", me, fails > before ? "FAILED" : "ok");
   }
 
   fails += rt_graph(&t, checked_call, 5003, algos, 4, dts, 0, &call, s);

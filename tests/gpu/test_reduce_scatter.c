@@ -1,12 +1,13 @@
 /*
- * test_reduce_scatter.c — weft_reduce_scatter (sum) against a float64 reference and NCCL's
- * ncclReduceScatter on the same inputs (reduce_test.h gives the bounds): every algorithm (SM,
- * copy engine, ring, LL where a segment fits, auto), fp16 / bf16 / fp32, totals from world to 64M elements including odd
- * counts, odd element offsets of both buffers, a recvbuf outside the symmetric heap, in place
- * (recvbuf = this rank's segment of sendbuf), guard zones around the output, copy-engine calls
- * of many rounds (the staging area is made small), CUDA-graph capture and replay, and 1,000
- * back-to-back calls with random per-rank delays and no host synchronisation. Inputs are drawn
- * fresh each run (the seed is printed), the output is poisoned (NaN) before every call.
+ * test_reduce_scatter.c — weft_reduce_scatter against a float64 reference and NCCL's
+ * ncclReduceScatter on the same inputs (reduce_test.h gives the bounds): every algorithm (SM, copy
+ * engine, ring, LL where a segment fits, auto), sum and (fewer sizes) the other operators, fp16 /
+ * bf16 / fp32, totals from world to 64M elements including odd counts, odd element offsets of both
+ * buffers, a recvbuf outside the symmetric heap, in place (recvbuf = this rank's segment of
+ * sendbuf), guard zones around the output, copy-engine calls of many rounds (the staging area is
+ * made small), CUDA-graph capture and replay, and 1,000 back-to-back calls with random per-rank
+ * delays and no host synchronisation. Inputs are drawn fresh each run (the seed is printed), the
+ * output is poisoned (NaN) before every call.
  */
 // weft-test: ranks=2,4 timeout=600
 #include "reduce_test.h"
@@ -120,6 +121,42 @@ int main(void) {
       }
     rt_stats(&t, s, st);
     if (st[0]) fails++, printf("[%d] FAIL in place: %llu wrong\n", me, st[0]);
+  }
+
+  /* The other operators, every algorithm, against float64 and NCCL's same operator; 1500001 in
+   * several copy-engine rounds, 4500001 (fp32, 18 MB a segment) the SM form's pull. */
+  {
+    const size_t counts[] = {1, 4099, 300007, 1500001, 4500001};
+    int before = fails;
+    for (int op = WEFT_RED_OP_PROD; op < WEFT_RED_OP_COUNT; op++) {
+      t.op = (weft_red_op_t)op;
+      for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        for (int a = 0; a < NALGOS; a++) {
+          weft_dtype_t dt = counts[i] > 4000000 ? WEFT_DTYPE_FP32 : dts[(i + (size_t)op) % 3];
+          size_t n = counts[i], bytes = n * weft_dtype_size(dt);
+          if (!algo_takes(algos[a], bytes)) continue;
+          CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+          call++;
+          rt_fill(&t, sendb, n * (size_t)world, dt, me, call, 0, s);
+          rt_fill(&t, (void *)(uintptr_t)nsend, n * (size_t)world, dt, me, call, 0, s);
+          CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, bytes, s));
+          CU(cuMemsetD8Async(nrecv, 0xFF, bytes, s));
+          OK(weft_reduce_scatter(t.comm, sendb, recvb, n, dt, t.op, algos[a], s));
+          if (t.nc) NCCL_OK(ncclReduceScatter((void *)(uintptr_t)nsend, (void *)(uintptr_t)nrecv, n,
+                                              rt_nccl_type(dt), rt_nccl_op(t.op), t.nc, s));
+          rt_check(&t, recvb, n, dt, call, (size_t)me * n, t.nc ? (void *)(uintptr_t)nrecv : NULL, s);
+          rt_stats(&t, s, st);
+          if (st[0] || st[1]) {
+            fails++;
+            printf("[%d] FAIL %s %s: recvcount %zu x %s: %llu off float64, %llu off NCCL's\n", me,
+                   rt_op_name(t.op), anames[a], n, rt_type_name(dt), st[0], st[1]);
+          }
+          if (st[2]) printf("[%d] note: NCCL's %s off float64 on %llu elements (%s, %zu x %s)\n", me,
+                            rt_op_name(t.op), st[2], anames[a], n, rt_type_name(dt));
+        }
+    }
+    t.op = WEFT_RED_OP_SUM;
+    printf("[%d] prod, max, min, avg, every algorithm: %s\n", me, fails > before ? "FAILED" : "ok");
   }
 
   /* n = 70001: copy engine in 2 rounds at 4 ranks with 4 MiB staging in fp32 (the ring's rounds

@@ -116,6 +116,25 @@ for dtype in (torch.bfloat16, torch.float16, torch.float32):
         comm.free(out)
         comm.free(x)
 
+for op, dtype in (("max", torch.bfloat16), ("min", torch.float16), ("prod", torch.float32),
+                  ("avg", torch.bfloat16)):
+    n, tag = 70001, f"op{op}"
+    xs = torch.stack([rand(r, (n,), dtype, tag).double() for r in range(W)])
+    ref = {"max": lambda: xs.max(0).values, "min": lambda: xs.min(0).values,
+           "prod": lambda: xs.prod(0), "avg": lambda: xs.mean(0)}[op]()
+    x = comm.empty((n,), dtype)
+    x.copy_(rand(R, (n,), dtype, tag))
+    out = poison(comm.empty((n,), dtype))
+    comm.all_reduce(x, out, op=op)
+    comm.synchronize()
+    if op in ("max", "min"):
+        check(same_bits(out, ref.to(dtype)), f"all_reduce {op} {dtype}: bit for bit")
+    else:
+        e = nerr(out, ref)
+        check(e <= TOL[dtype], f"all_reduce {op} {dtype}: error {e:.2e}")
+    comm.free(out)
+    comm.free(x)
+
 for dtype in (torch.bfloat16, torch.float32):
     for n, algo in ((3, "auto"), (70001, "ll"), (1 << 20, "auto"), (1 << 20, "copy_engine")):
         tag = f"rs{n}{dtype}"
