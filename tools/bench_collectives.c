@@ -191,7 +191,8 @@ int main_allgather(int argc, char **argv) {
 
 /* Inputs are small integers (-2 .. 2, from a hash of rank, element and round), so that every
  * sum, product, maximum and minimum is exact in fp16, bf16 and fp32 whatever the order: both
- * weft's and NCCL's outputs must equal the expected values bit for bit. An average is not exact:
+ * weft's and NCCL's outputs must equal the expected values (a zero product may come out -0, as
+ * IEEE multiplication signs it, so values are compared, not bits). An average is not exact:
  * it may be 2 ulps off the float64 one (nccl-tests' tolerance for float averages; NCCL
  * multiplies the inputs by 1 / world, weft the sum). Sizes are totals: the AllReduce array, the
  * ReduceScatter sendbuf (world segments), as nccl-tests prints them. */
@@ -229,8 +230,8 @@ static double red_value(unsigned bits, weft_dtype_t dt) {
   return bits & 0x8000u ? -v : v;
 }
 
-/* Whether got (dtype's bits) is op over the ranks' inputs vals[0..world): exact, or for AVG
- * within 2 ulps of dtype at the float64 average. */
+/* Whether got (dtype's bits) is op over the ranks' inputs vals[0..world): the exact value, or
+ * for AVG within 2 ulps of dtype at the float64 average. */
 static int red_right(unsigned got, const int *vals, int world, int op, weft_dtype_t dt) {
   int r = vals[0];
   for (int i = 1; i < world; i++)
@@ -238,7 +239,7 @@ static int red_right(unsigned got, const int *vals, int world, int op, weft_dtyp
         : op == WEFT_RED_OP_MAX ? (vals[i] > r ? vals[i] : r)
         : op == WEFT_RED_OP_MIN ? (vals[i] < r ? vals[i] : r)
                                 : r + vals[i];
-  if (op != WEFT_RED_OP_AVG) return got == red_bits(r, dt);
+  if (op != WEFT_RED_OP_AVG) return red_value(got, dt) == r; /* (a product's zero may be -0) */
   double want = (double)r / world, a = fabs(want);
   int mant = dt == WEFT_DTYPE_FP32 ? 23 : dt == WEFT_DTYPE_BF16 ? 7 : 10, e = 0;
   frexp(a, &e);
