@@ -30,7 +30,8 @@ calls list.
 Errors raise weft.Error (status, status_name, and the library's last-error text).
 """
 
-from ._capi import ALGOS, DTYPES, LAYOUTS, LIBRARY_PATH, RED_OPS, CommConfig, Error, call, lib
+from ._capi import (ALGOS, DTYPES, INVALID_USAGE, LAYOUTS, LIBRARY_PATH, RED_OPS, CommConfig,
+                    Error, call, lib)
 
 import ctypes
 
@@ -83,11 +84,11 @@ def _dtype(t):
     return DTYPES[name]
 
 
-def _moved(t):
+def _moved(tensor):
     """(weft dtype, elements per tensor element) for the ops that move bits without arithmetic:
     a dtype weft has not (int64, int8, ...) travels as its bytes."""
-    name = str(t.dtype).replace("torch.", "")
-    return (DTYPES[name], 1) if name in DTYPES else (DTYPES["uint8"], t.element_size())
+    name = str(tensor.dtype).replace("torch.", "")
+    return (DTYPES[name], 1) if name in DTYPES else (DTYPES["uint8"], tensor.element_size())
 
 
 class Comm:
@@ -101,8 +102,8 @@ class Comm:
         h = ctypes.c_void_p()
         call("weft_comm_init", ctypes.byref(h), ctypes.byref(cfg))
         self._h = h
-        self._allocs = {}   # base address -> bytes, of every live Comm.empty
-        self._scratch = {}  # name -> (tensor, bytes): the ops' symmetric buffers
+        self._allocs = set()  # base addresses of the live tensors of empty()
+        self._scratch = {}     # name -> (tensor, bytes): the ops' symmetric buffers
         self.rank, self.world_size, self.local_rank, self.local_size, self.device = (
             self._int(f) for f in ("weft_comm_rank", "weft_comm_size", "weft_comm_local_rank",
                                    "weft_comm_local_size", "weft_comm_device"))
@@ -111,7 +112,7 @@ class Comm:
 
     def _handle(self):
         if self._h is None:
-            raise Error("weft", 2, "the communicator was destroyed")
+            raise Error("weft", INVALID_USAGE, "the communicator was destroyed")
         return self._h
 
     def _call(self, name, *args):
@@ -177,7 +178,7 @@ class Comm:
         nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
         p = ctypes.c_void_p()
         self._call("weft_malloc", max(nbytes, 1), ctypes.byref(p))
-        self._allocs[p.value] = nbytes
+        self._allocs.add(p.value)
         return _dlpack.as_tensor(p.value, shape, dtype, self.device)
 
     def free(self, tensor):
@@ -187,7 +188,7 @@ class Comm:
         if base not in self._allocs:
             raise ValueError("Comm.free: not a live tensor of this communicator's empty()")
         self._call("weft_free", ctypes.c_void_p(base))
-        del self._allocs[base]
+        self._allocs.discard(base)
 
     def peer(self, tensor, rank):
         """A tensor over local peer `rank`'s copy of symmetric `tensor` (same shape and dtype),
@@ -383,38 +384,33 @@ class Comm:
                    self._stream(stream))
         return out
 
-    def _workspace(self, m, n, dout):
+    def _gemm_reduced(self, op, a, b, out, rows, layout, algo, out_dtype, stream):
+        """weft_gemm_rs or weft_gemm_ar (one C signature): out [rows, n] made where None, the
+        workspace kept by the communicator."""
+        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
+        pa, lda = self._matrix(a, "a")
+        out = self._out(out, (rows, n), odt, f"{op}'s out")
         size = ctypes.c_size_t()
         self._call("weft_gemm_rs_workspace_size", m, n, dout, ctypes.byref(size))
-        return self._ptr(self._scratch_buffer("gemm_rs", size.value), "workspace")
+        ws = self._ptr(self._scratch_buffer("gemm_rs", size.value), "workspace")
+        self._call("weft_" + op, ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
+                   ctypes.c_void_p(self._ptr(out, "out")), ctypes.c_void_p(ws), m, n, k, din,
+                   dout, lay, _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
 
     def gemm_rs(self, a, b, out=None, layout="nk", algo="auto", out_dtype=None, stream=None):
         """GEMM + ReduceScatter: out[m / world, n] = the sum over ranks of rows
         [rank * m / world, (rank + 1) * m / world) of their a[m, k] b^T (or b), k this rank's
         share of the reduction dimension; m a multiple of world. Partials are rounded to
         out_dtype, summed in fp32 in rank order, rounded once. out: any device memory."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
+        m = a.shape[0]
         if m % self.world_size:
             raise ValueError(f"gemm_rs: m = {m} is not a multiple of {self.world_size} ranks")
-        pa, lda = self._matrix(a, "a")
-        out = self._out(out, (m // self.world_size, n), odt, "gemm_rs's out")
-        pc = self._ptr(out, "out")
-        ws = self._workspace(m, n, dout)
-        self._call("weft_gemm_rs", ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
-                   ctypes.c_void_p(pc), ctypes.c_void_p(ws), m, n, k, din, dout, lay,
-                   _enum(ALGOS, algo, "algo"), self._stream(stream))
-        return out
+        return self._gemm_reduced("gemm_rs", a, b, out, m // self.world_size, layout, algo,
+                                  out_dtype, stream)
 
     def gemm_ar(self, a, b, out, layout="nk", algo="auto", stream=None):
         """GEMM + AllReduce: out[m, n] = the sum over ranks of their a[m, k] b^T (or b), on every
         rank; k this rank's share of the reduction dimension. out: symmetric (empty()), [m, n];
         its dtype is the partials' and the result's."""
-        m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, None, out)
-        pa, lda = self._matrix(a, "a")
-        self._out(out, (m, n), odt, "gemm_ar's out")
-        pc = self._ptr(out, "out")
-        ws = self._workspace(m, n, dout)
-        self._call("weft_gemm_ar", ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
-                   ctypes.c_void_p(pc), ctypes.c_void_p(ws), m, n, k, din, dout, lay,
-                   _enum(ALGOS, algo, "algo"), self._stream(stream))
-        return out
+        return self._gemm_reduced("gemm_ar", a, b, out, a.shape[0], layout, algo, None, stream)

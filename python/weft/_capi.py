@@ -12,6 +12,7 @@ STATUS_NAMES = (
     "NOT_SUPPORTED", "INTERNAL_ERROR",
 )
 SUCCESS = 0
+INVALID_USAGE = STATUS_NAMES.index("INVALID_USAGE")
 
 # weft_dtype_t, weft_algo_t, weft_gemm_layout_t and weft_cmp_t by name.
 DTYPES = {"uint8": 0, "int32": 1, "float16": 2, "bfloat16": 3, "float32": 4, "float64": 5}
@@ -30,7 +31,7 @@ class Error(RuntimeError):
         self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else str(status)
         self.text = text
         # The library's text starts with the status's own name ("timeout: ...").
-        super().__init__(f"{call}: " + (text or _LIB.weft_get_error_string(status).decode()))
+        super().__init__(f"{call}: " + (text or lib.weft_get_error_string(status).decode()))
 
 
 class CommConfig(ctypes.Structure):
@@ -127,16 +128,14 @@ def _load():
                       + "; ".join(tried) + ")")
 
 
-_LIB, LIBRARY_PATH = _load()
+lib, LIBRARY_PATH = _load()
 
 
 def call(name, *args, comm=None):
     """Calls weft function `name`; raises Error unless it returns WEFT_STATUS_SUCCESS. The
     error's text is the communicator's last error where the call has one, else the thread's."""
-    st = getattr(_LIB, name)(*args)
+    st = getattr(lib, name)(*args)
     if st != SUCCESS:
-        text = (_LIB.weft_comm_get_last_error(comm) if comm else _LIB.weft_get_last_error())
+        text = lib.weft_comm_get_last_error(comm) if comm else lib.weft_get_last_error()
         raise Error(name, st, (text or b"").decode(errors="replace"))
 
-
-lib = _LIB
