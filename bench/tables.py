@@ -8,6 +8,7 @@ Reads every *.json given (or found in a directory: dev/gpu_session.sh's $OUT, ma
 build/bench-logs), groups the rows by suite and world size, and prints one table per group:
   collectives (allgather, reduce_scatter, allreduce, alltoall, alltoallv): size (total bytes, as
     weft-bench and nccl-tests count it), weft and NCCL time, their ratio, both busbw and theirs;
+    in place too where the rows have it;
   overlapped ops (ag_gemm, gemm_rs, gemm_ar): per shape GEMM alone, communication alone,
     cuBLAS+NCCL, weft, exposed, speedup, share of the overlap bound, and the torch async-TP
     column where a torch_async_tp JSON of the same world size is given; the geometric mean.
@@ -63,18 +64,26 @@ def size(b):
 
 
 def collective_table(suite, ranks, label, rows):
+    ip = any("ip_weft_us" in r for r in rows)  # in-place columns (weft-bench since 2026-11-26)
     print(f"\n### {suite}, {ranks} ranks ({label})\n")
-    print("| size | weft us | NCCL us | NCCL/weft time | weft busbw GB/s | NCCL busbw GB/s | busbw ratio | wrong |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| size | weft us | NCCL us | NCCL/weft time | weft busbw GB/s | NCCL busbw GB/s | busbw ratio | wrong |"
+          + (" in place: weft us | NCCL us | NCCL/weft | wrong |" if ip else ""))
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: | ---: |" if ip else ""))
     for r in rows:
         bw = r["weft_busbw"] / r["nccl_busbw"] if r.get("nccl_busbw") else float("nan")
-        print(f"| {size(r['bytes'])} | {r['weft_us']:.1f} | {r['nccl_us']:.1f} | {r['nccl_us'] / r['weft_us']:.2f}x "
-              f"| {r['weft_busbw']:.1f} | {r['nccl_busbw']:.1f} | {bw:.2f}x | {wrong(r)} |")
+        line = (f"| {size(r['bytes'])} | {r['weft_us']:.1f} | {r['nccl_us']:.1f} | {r['nccl_us'] / r['weft_us']:.2f}x "
+                f"| {r['weft_busbw']:.1f} | {r['nccl_busbw']:.1f} | {bw:.2f}x | {wrong(r)} |")
+        if ip and "ip_weft_us" in r:
+            line += (f" {r['ip_weft_us']:.1f} | {r['ip_nccl_us']:.1f} | {r['ip_speedup']:.2f}x "
+                     f"| {wrong(r, 'ip_wrong')} |")
+        elif ip:
+            line += " — | — | — | — |"
+        print(line)
 
 
-def wrong(r):
+def wrong(r, key="wrong"):
     """The row's wrong count; weft-bench -c 0 writes -1 (not checked)."""
-    w = r.get("wrong", 0)
+    w = r.get(key, 0)
     return "N/A" if w < 0 else f"{w:g}"
 
 

@@ -172,17 +172,30 @@ void *bench_calloc(size_t count, size_t size);
 /* n pseudo-random bytes from seed (every byte varies, none is always zero). */
 void bench_fill(void *h, size_t n, unsigned seed);
 
-/* bench_time_runs of weft (which = 0) and NCCL (which = 1) with barriers. */
-void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl);
+/* A collective suite's call function takes which = 2 * in_place + (0: weft, 1: NCCL); the
+ * suites whose ops have no in-place form (alltoall, alltoallv) only 0 and 1. */
+#define BENCH_WHICH(in_place, nccl) (2 * (in_place) + (nccl))
+
+/* One form of a collective at one size, out of place or in place (nccl-tests prints both):
+ * weft's and NCCL's median times (us) and this rank's wrong counts. */
+typedef struct bench_coll_pair {
+  double us_w, us_n;
+  int wrong_w, wrong_n;
+} bench_coll_pair_t;
+
+/* bench_time_runs of weft and NCCL out of place and, with in_place, in place too, all
+ * interleaved, with barriers: the times of p[0] (and p[1]). */
+void bench_time_pairs(bench_t *b, bench_call_fn call, void *ctx, int in_place,
+                      bench_coll_pair_t *p);
 /* The checked calls of a size: once everything so far is done (the inputs' uploads and the
- * outputs' poisoning) and every rank is there, one call of each, synchronised. */
-void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx);
-/* The table of a collective suite: header, then one row per size (times from bench_time_pair,
- * wrong counts of this rank; bus_factor as nccl-tests: AR 2(n-1)/n, AG/RS/A2A (n-1)/n). Rows
- * go to the JSON file too and wrong values to the exit status. */
-void bench_coll_header(bench_t *b, const char *suite);
+ * outputs' poisoning) and every rank is there, one call of weft and one of NCCL, in place or
+ * not, synchronised. */
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx, int in_place);
+/* The table of a collective suite: header, then one row per size (bus_factor as nccl-tests: AR
+ * 2(n-1)/n, AG/RS/A2A (n-1)/n): out of place, then in place unless ip is NULL (no such form).
+ * Rows go to the JSON file too and weft's wrong values to the exit status. */
+void bench_coll_header(bench_t *b, const char *suite, int in_place);
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
-                    double us_weft, double us_nccl, double bus_factor, int wrong_weft,
-                    int wrong_nccl);
+                    double bus_factor, const bench_coll_pair_t *oop, const bench_coll_pair_t *ip);
 
 #endif

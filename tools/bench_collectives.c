@@ -67,17 +67,18 @@ void bench_fill(void *h, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, p[i] = (unsigned char)(x >> 24);
 }
 
-void bench_time_pair(bench_t *b, bench_call_fn call, void *ctx, double *us_weft, double *us_nccl) {
-  double us[2];
-  bench_time_runs(b, 2, call, ctx, 1, us);
-  *us_weft = us[0], *us_nccl = us[1];
+void bench_time_pairs(bench_t *b, bench_call_fn call, void *ctx, int in_place,
+                      bench_coll_pair_t *p) {
+  double us[4];
+  bench_time_runs(b, in_place ? 4 : 2, call, ctx, 1, us);
+  for (int f = 0; f <= in_place; f++) p[f].us_w = us[BENCH_WHICH(f, 0)], p[f].us_n = us[BENCH_WHICH(f, 1)];
 }
 
-void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx) {
+void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx, int in_place) {
   BENCH_CU(cuStreamSynchronize(NULL));
   BENCH_CHECK(weft_comm_barrier(b->comm));
-  call(b, ctx, 0);
-  call(b, ctx, 1);
+  call(b, ctx, BENCH_WHICH(in_place, 0));
+  call(b, ctx, BENCH_WHICH(in_place, 1));
   BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
 }
 
@@ -91,29 +92,51 @@ static const char *bench_coll_variant(const bench_t *b) {
   return v;
 }
 
-void bench_coll_header(bench_t *b, const char *suite) {
-  if (b->rank == 0)
-    printf("#\n# %s, algorithm %s; size in bytes as nccl-tests prints it; times in us\n"
-           "#%12s %12s %6s | %9s %8s %8s %6s | %9s %8s %8s %6s | %7s\n",
-           suite, bench_coll_variant(b), "size", "count", "type", "weft", "algbw",
-           "busbw", "#wrong", "nccl", "algbw", "busbw", "#wrong", "speedup");
+void bench_coll_header(bench_t *b, const char *suite, int in_place) {
+  if (b->rank) return;
+  printf("#\n# %s, algorithm %s; size in bytes as nccl-tests prints it; times in us%s\n"
+         "#%12s %12s %6s | %9s %8s %8s %6s | %9s %8s %8s %6s | %7s",
+         suite, bench_coll_variant(b), in_place ? "; out of place, then in place" : "", "size",
+         "count", "type", "weft", "algbw", "busbw", "#wrong", "nccl", "algbw", "busbw", "#wrong",
+         "speedup");
+  if (in_place)
+    printf(" || %9s %8s %6s | %9s %8s %6s | %7s", "weft", "busbw", "#wrong", "nccl", "busbw",
+           "#wrong", "speedup");
+  printf("\n");
 }
 
 void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, const char *type,
-                    double us_w, double us_n, double bus_factor, int wrong_w, int wrong_n) {
-  b->wrong += wrong_w;
-  int ww = (int)bench_max_across_ranks(b, wrong_w), wn = (int)bench_max_across_ranks(b, wrong_n);
+                    double bus_factor, const bench_coll_pair_t *oop, const bench_coll_pair_t *ip) {
+  const bench_coll_pair_t *f[2] = {oop, ip};
+  int ww[2] = {0, 0}, wn[2] = {0, 0};
+  for (int k = 0; k < 2 && f[k]; k++) {
+    b->wrong += f[k]->wrong_w;
+    ww[k] = (int)bench_max_across_ranks(b, f[k]->wrong_w);
+    wn[k] = (int)bench_max_across_ranks(b, f[k]->wrong_n);
+  }
   if (b->rank) return;
-  double aw = bytes / us_w / 1e3, an = bytes / us_n / 1e3;
+  double aw = bytes / oop->us_w / 1e3, an = bytes / oop->us_n / 1e3;
   b->busbw_sum[0] += aw * bus_factor, b->busbw_sum[1] += an * bus_factor, b->busbw_rows++;
   char sw[16], sn[16];
-  printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f\n", bytes, count,
-         type, us_w, aw, aw * bus_factor, bench_wrong_text(b, ww, sw), us_n, an, an * bus_factor,
-         bench_wrong_text(b, wn, sn), us_n / us_w);
-  const char *k[] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
-  double v[] = {(double)bytes, us_w, aw * bus_factor, us_n, an * bus_factor, us_n / us_w,
-                bench_wrong_json(b, ww)};
-  bench_json_row(b, suite, bench_coll_variant(b), 7, k, v);
+  printf(" %12zu %12zu %6s | %9.2f %8.2f %8.2f %6s | %9.2f %8.2f %8.2f %6s | %7.2f", bytes, count,
+         type, oop->us_w, aw, aw * bus_factor, bench_wrong_text(b, ww[0], sw), oop->us_n, an,
+         an * bus_factor, bench_wrong_text(b, wn[0], sn), oop->us_n / oop->us_w);
+  const char *k[13] = {"bytes", "weft_us", "weft_busbw", "nccl_us", "nccl_busbw", "speedup", "wrong"};
+  double v[13] = {(double)bytes, oop->us_w, aw * bus_factor, oop->us_n, an * bus_factor,
+                  oop->us_n / oop->us_w, bench_wrong_json(b, ww[0])};
+  int nk = 7;
+  if (ip) {
+    double bw = bytes / ip->us_w / 1e3 * bus_factor, bn = bytes / ip->us_n / 1e3 * bus_factor;
+    printf(" || %9.2f %8.2f %6s | %9.2f %8.2f %6s | %7.2f", ip->us_w, bw,
+           bench_wrong_text(b, ww[1], sw), ip->us_n, bn, bench_wrong_text(b, wn[1], sn),
+           ip->us_n / ip->us_w);
+    const char *ki[] = {"ip_weft_us", "ip_weft_busbw", "ip_nccl_us", "ip_nccl_busbw", "ip_speedup",
+                        "ip_wrong"};
+    double vi[] = {ip->us_w, bw, ip->us_n, bn, ip->us_n / ip->us_w, bench_wrong_json(b, ww[1])};
+    for (int i = 0; i < 6; i++) k[nk] = ki[i], v[nk++] = vi[i];
+  }
+  printf("\n");
+  bench_json_row(b, suite, bench_coll_variant(b), nk, k, v);
 }
 
 /* ---- allgather ------------------------------------------------------------------------------- */
@@ -121,67 +144,71 @@ void bench_coll_row(bench_t *b, const char *suite, size_t bytes, size_t count, c
 typedef struct ag_ctx {
   ncclComm_t nc;
   weft_algo_t algo;
-  void *wsend, *recv;
-  CUdeviceptr send, nrecv;
-  size_t per;
+  unsigned char *recv;     /* weft's, symmetric */
+  CUdeviceptr send, nrecv; /* the out-of-place input (both libraries'), NCCL's output */
+  size_t per;              /* bytes a rank */
 } ag_ctx_t;
 
+/* In place, each library's input is this rank's slot of its own output. */
 static void ag_call(bench_t *b, void *ctx, int which) {
   ag_ctx_t *x = ctx;
-  if (which == 0)
-    BENCH_CHECK(weft_allgather(b->comm, x->wsend, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
-  else
-    NCCL_CHECK(ncclAllGather((void *)(uintptr_t)x->send, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
+  size_t mine = (size_t)b->rank * x->per;
+  if (which == BENCH_WHICH(0, 0) || which == BENCH_WHICH(1, 0)) {
+    const void *in = which ? (const void *)(x->recv + mine) : (const void *)(uintptr_t)x->send;
+    BENCH_CHECK(weft_allgather(b->comm, in, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
+  } else {
+    CUdeviceptr in = which == BENCH_WHICH(1, 1) ? x->nrecv + mine : x->send;
+    NCCL_CHECK(ncclAllGather((void *)(uintptr_t)in, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
                              x->nc, b->stream));
+  }
 }
 
 int main_allgather(int argc, char **argv) {
   bench_t b;
   bench_parse(&b, argc, argv, 8, 256 << 20);
   bench_init(&b, "allgather");
-  ag_ctx_t x = {bench_nccl_init(&b), bench_parse_algo(b.opt.algo), NULL, NULL, 0, 0, 0};
+  ag_ctx_t x = {bench_nccl_init(&b), bench_parse_algo(b.opt.algo), NULL, 0, 0, 0};
   size_t maxb = b.opt.max_bytes;
-  unsigned char *recv;
-  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&recv));
-  x.recv = recv;
+  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.recv));
   BENCH_CU(cuMemAlloc(&x.send, maxb / b.world + 64));
   BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
   unsigned char *hsend = bench_calloc(1, maxb / b.world + 64), *hrecv = bench_calloc(1, maxb),
                 *want = bench_calloc(1, maxb);
-  bench_coll_header(&b, "allgather");
+  bench_coll_header(&b, "allgather", 1);
   unsigned round = 0;
-  /* WEFT_BENCH_IN_PLACE=1: weft gathers in place (its send is its own slot of recv). */
-  int in_place = getenv("WEFT_BENCH_IN_PLACE") && !strcmp(getenv("WEFT_BENCH_IN_PLACE"), "1");
   for (size_t total = b.opt.min_bytes; total <= maxb; total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
     size_t per = total / (size_t)b.world;
     if (per == 0) continue;
-    size_t tot = per * (size_t)b.world;
+    size_t tot = per * (size_t)b.world, mine = (size_t)b.rank * per;
     x.per = per;
-    x.wsend = in_place ? (void *)(recv + (size_t)b.rank * per) : (void *)(uintptr_t)x.send;
-    int wrong[2] = {0, 0};
-    /* -c calls of both: fresh data, poisoned outputs */
-    for (int c = 0; c < b.opt.check; c++, round++) {
-      for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
-      memcpy(hsend, want + (size_t)b.rank * per, per);
-      BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
-      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)recv, 0xEE, tot));
-      if (in_place) BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, per));
-      BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
-      bench_call_pair_once(&b, ag_call, &x);
-      BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)recv, tot));
-      for (size_t i = 0; i < tot; i++) wrong[0] += hrecv[i] != want[i];
-      BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
-      for (size_t i = 0; i < tot; i++) wrong[1] += hrecv[i] != want[i];
-    }
-    double us_w, us_n;
-    bench_time_pair(&b, ag_call, &x, &us_w, &us_n);
-    bench_coll_row(&b, "allgather", tot, tot, "uint8", us_w, us_n, (double)(b.world - 1) / b.world,
-                   wrong[0], wrong[1]);
+    bench_coll_pair_t p[2];
+    memset(p, 0, sizeof p);
+    /* -c calls of both, out of place and in place: fresh data, poisoned outputs (in place all
+     * but the input slot) */
+    for (int ip = 0; ip < 2; ip++)
+      for (int c = 0; c < b.opt.check; c++, round++) {
+        for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
+        memcpy(hsend, want + mine, per);
+        BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
+        BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.recv, 0xEE, tot));
+        BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
+        if (ip) {
+          BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)(x.recv + mine), hsend, per));
+          BENCH_CU(cuMemcpyHtoD(x.nrecv + mine, hsend, per));
+        }
+        bench_call_pair_once(&b, ag_call, &x, ip);
+        BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)x.recv, tot));
+        for (size_t i = 0; i < tot; i++) p[ip].wrong_w += hrecv[i] != want[i];
+        BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
+        for (size_t i = 0; i < tot; i++) p[ip].wrong_n += hrecv[i] != want[i];
+      }
+    bench_time_pairs(&b, ag_call, &x, 1, p);
+    bench_coll_row(&b, "allgather", tot, tot, "uint8", (double)(b.world - 1) / b.world, &p[0], &p[1]);
   }
   ncclCommDestroy(x.nc);
   BENCH_CU(cuMemFree(x.send));
   BENCH_CU(cuMemFree(x.nrecv));
-  BENCH_CHECK(weft_free(b.comm, recv));
+  BENCH_CHECK(weft_free(b.comm, x.recv));
   free(hsend), free(hrecv), free(want);
   bench_finish(&b);
   return 0;
@@ -263,26 +290,31 @@ typedef struct red_ctx {
   weft_red_op_t op;
   ncclRedOp_t nop;
   int allreduce;
-  void *wsend, *wrecv;
+  char *wsend, *wrecv;
   CUdeviceptr nsend, nrecv;
   size_t count; /* AllReduce: count; ReduceScatter: recvcount */
 } red_ctx_t;
 
+/* Where a library's output lies: out of place its recv; in place its send itself (AllReduce) or
+ * this rank's segment of it (ReduceScatter). */
+static char *red_out(const bench_t *b, const red_ctx_t *x, char *send, char *recv, int in_place) {
+  if (!in_place) return recv;
+  return x->allreduce ? send : send + (size_t)b->rank * x->count * weft_dtype_size(x->wt);
+}
+
 static void red_call(bench_t *b, void *ctx, int which) {
   red_ctx_t *x = ctx;
-  void *ns = (void *)(uintptr_t)x->nsend, *nr = (void *)(uintptr_t)x->nrecv;
-  if (x->allreduce) {
-    if (which == 0)
-      BENCH_CHECK(weft_allreduce(b->comm, x->wsend, x->wrecv, x->count, x->wt, x->op, x->algo, b->stream));
-    else
-      NCCL_CHECK(ncclAllReduce(ns, nr, x->count, x->nt, x->nop, x->nc, b->stream));
-  } else {
-    if (which == 0)
-      BENCH_CHECK(weft_reduce_scatter(b->comm, x->wsend, x->wrecv, x->count, x->wt, x->op, x->algo,
-                                      b->stream));
-    else
-      NCCL_CHECK(ncclReduceScatter(ns, nr, x->count, x->nt, x->nop, x->nc, b->stream));
-  }
+  int ip = which >= BENCH_WHICH(1, 0), nccl = which & 1;
+  char *send = nccl ? (char *)(uintptr_t)x->nsend : x->wsend;
+  char *out = red_out(b, x, send, nccl ? (char *)(uintptr_t)x->nrecv : x->wrecv, ip);
+  if (x->allreduce && nccl)
+    NCCL_CHECK(ncclAllReduce(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
+  else if (x->allreduce)
+    BENCH_CHECK(weft_allreduce(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
+  else if (nccl)
+    NCCL_CHECK(ncclReduceScatter(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
+  else
+    BENCH_CHECK(weft_reduce_scatter(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
 }
 
 static int red_main(int argc, char **argv, int allreduce) {
@@ -312,18 +344,20 @@ static int red_main(int argc, char **argv, int allreduce) {
   size_t elem = weft_dtype_size(x.wt), maxb = b.opt.max_bytes, world = (size_t)b.world;
   size_t out_max = allreduce ? maxb : maxb / world + 64;
   /* weft: sendbuf symmetric; recvbuf symmetric for AllReduce, ordinary memory for ReduceScatter */
-  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wsend));
+  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.wsend));
   CUdeviceptr rs_recv = 0;
   if (allreduce) {
-    BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
+    BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.wrecv));
   } else {
     BENCH_CU(cuMemAlloc(&rs_recv, out_max));
-    x.wrecv = (void *)(uintptr_t)rs_recv;
+    x.wrecv = (char *)(uintptr_t)rs_recv;
   }
   BENCH_CU(cuMemAlloc(&x.nsend, maxb));
   BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
   unsigned char *hsend = bench_calloc(1, maxb), *hout = bench_calloc(1, out_max);
-  bench_coll_header(&b, suite);
+  /* in place too, except AllReduce's one-shot, which refuses it */
+  int has_ip = !(allreduce && x.algo == WEFT_ALGO_SM);
+  bench_coll_header(&b, suite, has_ip);
   const char *tname = x.wt == WEFT_DTYPE_FP16 ? "fp16" : x.wt == WEFT_DTYPE_BF16 ? "bf16" : "fp32";
   unsigned round = 0;
   for (size_t total = b.opt.min_bytes; total <= maxb;
@@ -334,28 +368,33 @@ static int red_main(int argc, char **argv, int allreduce) {
     if (x.algo == WEFT_ALGO_LL && out * elem > WEFT_ALLREDUCE_LL_MAX_BYTES(world)) break;
     size_t first = allreduce ? 0 : (size_t)b.rank * count; /* input index of my output's first */
     x.count = count;
-    int wrong[2] = {0, 0};
-    /* -c calls of both: fresh inputs, poisoned outputs */
-    for (int c = 0; c < b.opt.check; c++, round++) {
-      for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
-      BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
-      BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
-      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
-      BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
-      bench_call_pair_once(&b, red_call, &x);
-      for (int which = 0; which < 2; which++) {
-        BENCH_CU(cuMemcpyDtoH(hout, which ? x.nrecv : (CUdeviceptr)(uintptr_t)x.wrecv, out * elem));
-        for (size_t i = 0; i < out; i++) {
-          int vals[WEFT_MAX_LOCAL_RANKS] = {0};
-          for (int r = 0; r < b.world; r++) vals[r] = red_val(r, first + i, round);
-          wrong[which] += !red_right(red_get(hout, i, elem), vals, b.world, (int)x.op, x.wt);
+    bench_coll_pair_t p[2];
+    memset(p, 0, sizeof p);
+    /* -c calls of both, out of place and in place: fresh inputs, poisoned outputs (in place the
+     * output is the input) */
+    for (int ip = 0; ip <= has_ip; ip++)
+      for (int c = 0; c < b.opt.check; c++, round++) {
+        for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
+        BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
+        BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
+        BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
+        BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
+        bench_call_pair_once(&b, red_call, &x, ip);
+        for (int nccl = 0; nccl < 2; nccl++) {
+          char *o = red_out(&b, &x, nccl ? (char *)(uintptr_t)x.nsend : x.wsend,
+                            nccl ? (char *)(uintptr_t)x.nrecv : x.wrecv, ip);
+          BENCH_CU(cuMemcpyDtoH(hout, (CUdeviceptr)(uintptr_t)o, out * elem));
+          int *wrong = nccl ? &p[ip].wrong_n : &p[ip].wrong_w;
+          for (size_t i = 0; i < out; i++) {
+            int vals[WEFT_MAX_LOCAL_RANKS] = {0};
+            for (int r = 0; r < b.world; r++) vals[r] = red_val(r, first + i, round);
+            *wrong += !red_right(red_get(hout, i, elem), vals, b.world, (int)x.op, x.wt);
+          }
         }
       }
-    }
-    double us_w, us_n;
-    bench_time_pair(&b, red_call, &x, &us_w, &us_n);
+    bench_time_pairs(&b, red_call, &x, has_ip, p);
     double factor = allreduce ? 2.0 * (b.world - 1) / b.world : (double)(b.world - 1) / b.world;
-    bench_coll_row(&b, suite, tot, in, tname, us_w, us_n, factor, wrong[0], wrong[1]);
+    bench_coll_row(&b, suite, tot, in, tname, factor, &p[0], has_ip ? &p[1] : NULL);
   }
   ncclCommDestroy(x.nc);
   BENCH_CU(cuMemFree(x.nsend));
@@ -468,7 +507,7 @@ static int a2a_main(int argc, char **argv, int v) {
   BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
   unsigned char *hsend = bench_calloc(1, maxb), *hpeer = bench_calloc(1, maxb),
                 *hout[2] = {bench_calloc(1, maxb), bench_calloc(1, maxb)};
-  bench_coll_header(&b, suite);
+  bench_coll_header(&b, suite, 0); /* (no in-place form) */
   unsigned round = 0;
   for (size_t total = b.opt.min_bytes; total <= maxb;
        total = (size_t)(total * b.opt.factor) > total ? (size_t)(total * b.opt.factor) : total + 1) {
@@ -479,7 +518,9 @@ static int a2a_main(int argc, char **argv, int v) {
     a2a_counts(&x, b.rank, b.world, n, round);
     for (int p = 0; p < b.world; p++) largest = x.scount[p] > largest ? x.scount[p] : largest;
     if (x.algo == WEFT_ALGO_LL && largest * x.elem > WEFT_ALLTOALL_LL_MAX_BYTES) break; /* alike on all ranks */
-    int wrong[2] = {0, 0};
+    bench_coll_pair_t p;
+    memset(&p, 0, sizeof p);
+    int *wrong[2] = {&p.wrong_w, &p.wrong_n};
     /* -c calls of both: fresh data (the counts stay this size's round's), poisoned outputs */
     for (int c = 0; c < b.opt.check; c++) {
       unsigned draw = round * 1024u + (unsigned)c;
@@ -488,7 +529,7 @@ static int a2a_main(int argc, char **argv, int v) {
       BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
       BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
       BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
-      bench_call_pair_once(&b, a2a_call, &x);
+      bench_call_pair_once(&b, a2a_call, &x, 0);
       BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
       BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
       for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
@@ -497,14 +538,12 @@ static int a2a_main(int argc, char **argv, int v) {
         const unsigned char *want = hpeer + peer.sdispl[b.rank] * x.elem;
         for (int which = 0; which < 2; which++)
           for (size_t i = 0; i < x.rcount[q]; i++)
-            wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
+            *wrong[which] += memcmp(hout[which] + (x.rdispl[q] + i) * x.elem, want + i * x.elem, x.elem) != 0;
       }
     }
     round++;
-    double us_w, us_n;
-    bench_time_pair(&b, a2a_call, &x, &us_w, &us_n);
-    bench_coll_row(&b, suite, bytes, n, b.opt.dtype, us_w, us_n, (double)(b.world - 1) / b.world, wrong[0],
-                   wrong[1]);
+    bench_time_pairs(&b, a2a_call, &x, 0, &p);
+    bench_coll_row(&b, suite, bytes, n, b.opt.dtype, (double)(b.world - 1) / b.world, &p, NULL);
   }
   ncclCommDestroy(x.nc);
   BENCH_CU(cuMemFree(wsend));
