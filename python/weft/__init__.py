@@ -34,6 +34,7 @@ from ._capi import (ALGOS, DTYPES, INVALID_USAGE, LAYOUTS, LIBRARY_PATH, RED_OPS
                     Error, call, lib)
 
 import ctypes
+import os
 
 try:
     import torch
@@ -91,16 +92,61 @@ def _moved(tensor):
     return (DTYPES[name], 1) if name in DTYPES else (DTYPES["uint8"], tensor.element_size())
 
 
+def _group_env(group):
+    """The WEFT_* variables that make weft_comm_init span torch.distributed group `group`: its
+    rank and size, this host's ranks among them, and a rendezvous address that the group's rank
+    0 picks (a free port on its host; 127.0.0.1 where the whole group is on one host) and
+    broadcasts over the group."""
+    import socket
+
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    hosts = [None] * world
+    dist.all_gather_object(hosts, socket.gethostname(), group=group)
+    here = [r for r in range(world) if hosts[r] == hosts[rank]]
+    addr = [None]
+    if rank == 0:
+        ip = "127.0.0.1" if len(set(hosts)) == 1 else socket.gethostbyname(hosts[0])
+        with socket.socket() as sock:
+            sock.bind((ip, 0))
+            addr[0] = f"{ip}:{sock.getsockname()[1]}"
+    dist.broadcast_object_list(addr, src=dist.get_global_rank(group, 0), group=group)
+    return {"WEFT_RANK": str(rank), "WEFT_WORLD_SIZE": str(world),
+            "WEFT_LOCAL_RANK": str(here.index(rank)), "WEFT_LOCAL_WORLD_SIZE": str(len(here)),
+            "WEFT_BOOTSTRAP_ADDR": addr[0]}
+
+
 class Comm:
     """This process's weft communicator (weft_comm_init): one per process, over every rank of
     the job. heap_size: symmetric heap bytes per rank (0: WEFT_HEAP_SIZE, else 1 GiB; weft takes
     about 180 MiB of it for the collectives); timeout_ms: every wait's deadline (0:
-    WEFT_TIMEOUT_MS, else 60 s); device: the CUDA device (-1: the local rank)."""
+    WEFT_TIMEOUT_MS, else 60 s); device: the CUDA device (-1: the local rank, or with a group
+    torch's current device).
+    group: a torch.distributed process group whose ranks the communicator spans, for programs
+    that start torch.distributed themselves (any launcher, any init_method): rank, world and the
+    ranks on this host come from the group (a host's ranks consecutive in it, as launchers
+    number them), and weft meets at an address its rank 0 picks and broadcasts over it. Without a group, weft reads the launcher's environment (weftrun,
+    torchrun, Open MPI, Slurm: include/weft.h)."""
 
-    def __init__(self, heap_size=0, timeout_ms=0, device=-1):
+    def __init__(self, heap_size=0, timeout_ms=0, device=-1, group=None):
+        env = {}
+        if group is not None:
+            env = _group_env(group)
+            if device < 0:
+                device = torch.cuda.current_device()
         cfg = CommConfig(heap_size, timeout_ms, device)
         h = ctypes.c_void_p()
-        call("weft_comm_init", ctypes.byref(h), ctypes.byref(cfg))
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # weft_comm_init reads WEFT_* first
+        try:
+            call("weft_comm_init", ctypes.byref(h), ctypes.byref(cfg))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k)
+                else:
+                    os.environ[k] = v
         self._h = h
         self._allocs = set()  # base addresses of the live tensors of empty()
         self._scratch = {}     # name -> (tensor, bytes): the ops' symmetric buffers
