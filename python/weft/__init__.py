@@ -126,8 +126,9 @@ class Comm:
     group: a torch.distributed process group whose ranks the communicator spans, for programs
     that start torch.distributed themselves (any launcher, any init_method): rank, world and the
     ranks on this host come from the group (a host's ranks consecutive in it, as launchers
-    number them), and weft meets at an address its rank 0 picks and broadcasts over it. Without a group, weft reads the launcher's environment (weftrun,
-    torchrun, Open MPI, Slurm: include/weft.h)."""
+    number them), and weft meets at an address its rank 0 picks and broadcasts over it. Without
+    a group, weft reads the launcher's environment (weftrun, torchrun, Open MPI, Slurm:
+    include/weft.h)."""
 
     def __init__(self, heap_size=0, timeout_ms=0, device=-1, group=None):
         env = {}

@@ -8,17 +8,11 @@ import os
 import sys
 import time
 
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:
-    print("torch is not importable: skipped")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("torch sees no CUDA device: skipped")
-    sys.exit(77)
+from needs import torch_with_cuda
 
-import weft
+torch = torch_with_cuda()
+import torch.distributed as dist  # noqa: E402 (after the skip)
+import weft  # noqa: E402
 
 rank, world = int(os.environ["WEFT_RANK"]), int(os.environ["WEFT_WORLD_SIZE"])
 job = os.environ["WEFT_BOOTSTRAP_ADDR"].rsplit(":", 1)[1]  # unique to this weftrun job

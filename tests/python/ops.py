@@ -10,16 +10,10 @@ import random
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    print("torch is not importable: skipped")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("torch sees no CUDA device: skipped")
-    sys.exit(77)
+from needs import torch_with_cuda
 
-import weft
+torch = torch_with_cuda()
+import weft  # noqa: E402 (after the skip)
 
 comm = weft.Comm()
 torch.cuda.set_device(comm.device)
