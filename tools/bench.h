@@ -167,6 +167,8 @@ ncclComm_t bench_nccl_init(bench_t *b);
 weft_algo_t bench_parse_algo(const char *name);
 /* -d: the weft and NCCL types of a dtype name (uint8, int32, fp16, bf16, fp32, fp64). */
 void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt);
+/* -o: the weft and NCCL operators of a reduction's name (sum, prod, max, min, avg; NULL: sum). */
+void bench_parse_op(const char *name, weft_red_op_t *wo, ncclRedOp_t *no);
 /* calloc, or exit with a message (the benchmarks' host arrays). */
 void *bench_calloc(size_t count, size_t size);
 /* n pseudo-random bytes from seed (every byte varies, none is always zero). */
@@ -175,6 +177,8 @@ void bench_fill(void *h, size_t n, unsigned seed);
 /* A collective suite's call function takes which = 2 * in_place + (0: weft, 1: NCCL); the
  * suites whose ops have no in-place form (alltoall, alltoallv) only 0 and 1. */
 #define BENCH_WHICH(in_place, nccl) (2 * (in_place) + (nccl))
+#define BENCH_WHICH_IN_PLACE(which) ((which) >> 1)
+#define BENCH_WHICH_NCCL(which) ((which) & 1)
 
 /* One form of a collective at one size, out of place or in place (nccl-tests prints both):
  * weft's and NCCL's median times (us) and this rank's wrong counts. */

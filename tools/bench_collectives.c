@@ -61,6 +61,20 @@ void bench_parse_dtype(const char *name, weft_dtype_t *wt, ncclDataType_t *nt) {
   exit(2);
 }
 
+void bench_parse_op(const char *name, weft_red_op_t *wo, ncclRedOp_t *no) {
+  /* weft_red_op_t and ncclRedOp_t list the operators in the same order */
+  static const char *names[] = {"sum", "prod", "max", "min", "avg"};
+  static const ncclRedOp_t nccl[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (int i = 0; i < WEFT_RED_OP_COUNT; i++)
+    if (!strcmp(name ? name : "sum", names[i])) {
+      *wo = (weft_red_op_t)i;
+      *no = nccl[i];
+      return;
+    }
+  fprintf(stderr, "weft-bench: -o takes sum, prod, max, min or avg, not '%s'\n", name);
+  exit(2);
+}
+
 void bench_fill(void *h, size_t n, unsigned seed) {
   unsigned char *p = h;
   unsigned long long x = 0x9e3779b97f4a7c15ull ^ ((unsigned long long)seed << 17);
@@ -153,11 +167,12 @@ typedef struct ag_ctx {
 static void ag_call(bench_t *b, void *ctx, int which) {
   ag_ctx_t *x = ctx;
   size_t mine = (size_t)b->rank * x->per;
-  if (which == BENCH_WHICH(0, 0) || which == BENCH_WHICH(1, 0)) {
-    const void *in = which ? (const void *)(x->recv + mine) : (const void *)(uintptr_t)x->send;
+  int ip = BENCH_WHICH_IN_PLACE(which);
+  if (!BENCH_WHICH_NCCL(which)) {
+    const void *in = ip ? (const void *)(x->recv + mine) : (const void *)(uintptr_t)x->send;
     BENCH_CHECK(weft_allgather(b->comm, in, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
   } else {
-    CUdeviceptr in = which == BENCH_WHICH(1, 1) ? x->nrecv + mine : x->send;
+    CUdeviceptr in = ip ? x->nrecv + mine : x->send;
     NCCL_CHECK(ncclAllGather((void *)(uintptr_t)in, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
                              x->nc, b->stream));
   }
@@ -253,23 +268,31 @@ static double red_value(unsigned bits, weft_dtype_t dt) {
     return f;
   }
   int e = (int)(bits >> 10 & 31), m = (int)(bits & 1023);
-  double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24); /* (no inf or NaN from these inputs) */
+  /* (e = 31, infinity or NaN, is only the outputs' poison: as a large finite value it equals no
+   * expected value either) */
+  double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
   return bits & 0x8000u ? -v : v;
 }
 
-/* Whether got (dtype's bits) is op over the ranks' inputs vals[0..world): the exact value, or
- * for AVG within 2 ulps of dtype at the float64 average. */
-static int red_right(unsigned got, const int *vals, int world, int op, weft_dtype_t dt) {
-  int r = vals[0];
-  for (int i = 1; i < world; i++)
-    r = op == WEFT_RED_OP_PROD ? r * vals[i]
-        : op == WEFT_RED_OP_MAX ? (vals[i] > r ? vals[i] : r)
-        : op == WEFT_RED_OP_MIN ? (vals[i] < r ? vals[i] : r)
-                                : r + vals[i];
-  if (op != WEFT_RED_OP_AVG) return red_value(got, dt) == r; /* (a product's zero may be -0) */
-  double want = (double)r / world, a = fabs(want);
+/* op over the ranks' inputs of element i in round `round`, in float64 (exact but for AVG). */
+static double red_want(int world, size_t i, unsigned round, weft_red_op_t op) {
+  int r = red_val(0, i, round);
+  for (int q = 1; q < world; q++) {
+    int v = red_val(q, i, round);
+    r = op == WEFT_RED_OP_PROD ? r * v
+        : op == WEFT_RED_OP_MAX ? (v > r ? v : r)
+        : op == WEFT_RED_OP_MIN ? (v < r ? v : r)
+                                : r + v;
+  }
+  return op == WEFT_RED_OP_AVG ? (double)r / world : r;
+}
+
+/* Whether got (dtype's bits) is want: the value itself (a product's zero may be -0), or for AVG
+ * within 2 ulps of dtype at want. */
+static int red_right(unsigned got, double want, weft_red_op_t op, weft_dtype_t dt) {
+  if (op != WEFT_RED_OP_AVG) return red_value(got, dt) == want;
   int mant = dt == WEFT_DTYPE_FP32 ? 23 : dt == WEFT_DTYPE_BF16 ? 7 : 10, e = 0;
-  frexp(a, &e);
+  frexp(fabs(want), &e);
   if (dt == WEFT_DTYPE_FP16 && e < -13) e = -13; /* fp16's subnormals: a fixed ulp */
   return fabs(red_value(got, dt) - want) <= 2 * ldexp(1.0, e - 1 - mant);
 }
@@ -304,7 +327,7 @@ static char *red_out(const bench_t *b, const red_ctx_t *x, char *send, char *rec
 
 static void red_call(bench_t *b, void *ctx, int which) {
   red_ctx_t *x = ctx;
-  int ip = which >= BENCH_WHICH(1, 0), nccl = which & 1;
+  int ip = BENCH_WHICH_IN_PLACE(which), nccl = BENCH_WHICH_NCCL(which);
   char *send = nccl ? (char *)(uintptr_t)x->nsend : x->wsend;
   char *out = red_out(b, x, send, nccl ? (char *)(uintptr_t)x->nrecv : x->wrecv, ip);
   if (x->allreduce && nccl)
@@ -328,15 +351,7 @@ static int red_main(int argc, char **argv, int allreduce) {
     fprintf(stderr, "weft-bench %s: -d takes fp16, bf16 or fp32\n", suite);
     exit(2);
   }
-  /* -o: weft_red_op_t and ncclRedOp_t list the operators in the same order */
-  static const char *ops[] = {"sum", "prod", "max", "min", "avg"};
-  static const ncclRedOp_t nops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
-  for (x.op = 0; b.opt.op && (int)x.op < WEFT_RED_OP_COUNT && strcmp(b.opt.op, ops[x.op]); x.op++) {}
-  if ((int)x.op == WEFT_RED_OP_COUNT) {
-    fprintf(stderr, "weft-bench %s: -o takes sum, prod, max, min or avg, not '%s'\n", suite, b.opt.op);
-    exit(2);
-  }
-  x.nop = nops[x.op];
+  bench_parse_op(b.opt.op, &x.op, &x.nop);
   x.algo = bench_parse_algo(b.opt.algo);
   x.allreduce = allreduce;
   bench_init(&b, suite);
@@ -354,7 +369,8 @@ static int red_main(int argc, char **argv, int allreduce) {
   }
   BENCH_CU(cuMemAlloc(&x.nsend, maxb));
   BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
-  unsigned char *hsend = bench_calloc(1, maxb), *hout = bench_calloc(1, out_max);
+  unsigned char *hsend = bench_calloc(1, maxb);
+  unsigned char *hout[2] = {bench_calloc(1, out_max), bench_calloc(1, out_max)}; /* weft, NCCL */
   /* in place too, except AllReduce's one-shot, which refuses it */
   int has_ip = !(allreduce && x.algo == WEFT_ALGO_SM);
   bench_coll_header(&b, suite, has_ip);
@@ -380,16 +396,16 @@ static int red_main(int argc, char **argv, int allreduce) {
         BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
         BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
         bench_call_pair_once(&b, red_call, &x, ip);
-        for (int nccl = 0; nccl < 2; nccl++) {
-          char *o = red_out(&b, &x, nccl ? (char *)(uintptr_t)x.nsend : x.wsend,
-                            nccl ? (char *)(uintptr_t)x.nrecv : x.wrecv, ip);
-          BENCH_CU(cuMemcpyDtoH(hout, (CUdeviceptr)(uintptr_t)o, out * elem));
-          int *wrong = nccl ? &p[ip].wrong_n : &p[ip].wrong_w;
-          for (size_t i = 0; i < out; i++) {
-            int vals[WEFT_MAX_LOCAL_RANKS] = {0};
-            for (int r = 0; r < b.world; r++) vals[r] = red_val(r, first + i, round);
-            *wrong += !red_right(red_get(hout, i, elem), vals, b.world, (int)x.op, x.wt);
-          }
+        BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)red_out(&b, &x, x.wsend, x.wrecv, ip),
+                              out * elem));
+        BENCH_CU(cuMemcpyDtoH(hout[1],
+                              (CUdeviceptr)(uintptr_t)red_out(&b, &x, (char *)(uintptr_t)x.nsend,
+                                                              (char *)(uintptr_t)x.nrecv, ip),
+                              out * elem));
+        for (size_t i = 0; i < out; i++) { /* each expected value once, for both outputs */
+          double want = red_want(b.world, first + i, round, x.op);
+          p[ip].wrong_w += !red_right(red_get(hout[0], i, elem), want, x.op, x.wt);
+          p[ip].wrong_n += !red_right(red_get(hout[1], i, elem), want, x.op, x.wt);
         }
       }
     bench_time_pairs(&b, red_call, &x, has_ip, p);
@@ -405,7 +421,7 @@ static int red_main(int argc, char **argv, int allreduce) {
     BENCH_CHECK(weft_free(b.comm, x.wrecv));
   }
   BENCH_CHECK(weft_free(b.comm, x.wsend));
-  free(hsend), free(hout);
+  free(hsend), free(hout[0]), free(hout[1]);
   bench_finish(&b);
   return 0;
 }
