@@ -150,7 +150,7 @@ class Comm:
                     os.environ[k] = v
         self._h = h
         self._allocs = set()  # base addresses of the live tensors of empty()
-        self._scratch = {}     # name -> (tensor, bytes): the ops' symmetric buffers
+        self._scratch = {}     # name -> the ops' symmetric uint8 buffer (numel: its bytes)
         self.rank, self.world_size, self.local_rank, self.local_size, self.device = (
             self._int(f) for f in ("weft_comm_rank", "weft_comm_size", "weft_comm_local_rank",
                                    "weft_comm_local_size", "weft_comm_device"))
@@ -250,15 +250,14 @@ class Comm:
         """A symmetric byte buffer of at least nbytes kept for the ops' internal use. It grows
         collectively: the ops that use it are collective with equal shapes on every rank, so every
         rank grows it at the same call (not inside a CUDA graph capture: call once before)."""
-        t, have = self._scratch.get(name, (None, 0))
-        if have >= nbytes:
-            return t
-        if t is not None:
+        t = self._scratch.pop(name, None)
+        if t is not None and t.numel() < nbytes:
             torch.cuda.synchronize(self.device)  # earlier calls on any stream may still use it
             self.free(t)
-            del self._scratch[name]
-        t = self.empty((nbytes,), torch.uint8)
-        self._scratch[name] = (t, nbytes)
+            t = None
+        if t is None:
+            t = self.empty((nbytes,), torch.uint8)
+        self._scratch[name] = t
         return t
 
     # -- arguments -----------------------------------------------------------------------------
