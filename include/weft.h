@@ -305,7 +305,8 @@ typedef enum weft_red_op {
  * once to the element type (round to nearest even), so every rank gets bit-identical AllReduce
  * results and repeated calls give identical results. Each operator is a specialisation of the
  * kernels: SUM's are loaded at weft_comm_init, another operator's at its first call (compiled
- * once, then from the disk cache), so make that first call outside a CUDA graph capture. Buffers must be aligned to the element size; any count and any offset otherwise.
+ * once, then from the disk cache), which may come inside a CUDA graph capture. Buffers must be
+ * aligned to the element size; any count and any offset otherwise.
  * Calls of the two ops on one communicator share epochs and scratch: issue them in one order on
  * every rank, one at a time (stream-ordered), as every collective.
  *
@@ -436,8 +437,9 @@ typedef enum weft_gemm_layout {
  * or WEFT_DTYPE_FP16 (A and B alike); out is BF16, FP16 or FP32. Any m and n, k a multiple of 8
  * (k = 0 writes zeros); A, B and C 16-byte aligned; lda and ldb multiples of 8 (TMA reads
  * 16-byte rows: contiguous [k, n] B needs n % 8 == 0); ldc any >= n.
- * Hopper (sm_90) only. The first call with a new shape class compiles its kernel (cached on disk
- * under WEFT_CACHE_DIR); later calls only launch, and are capturable in a CUDA graph.
+ * Hopper (sm_90) only. The first call with a new shape class compiles and loads its kernel
+ * (cached on disk under WEFT_CACHE_DIR), also inside a CUDA graph capture; later calls only
+ * launch. Every call is capturable.
  * Decode shapes (m <= 128) may split k over the SMs; so may shapes between decode and large
  * (128 < m <= 512), which it may compute as C^T = op(B)^T A^T so that the tiles cover m in steps
  * of 16 rows rather than 128 (C is still written as C). The splits of a tile reduce inside one

@@ -3,6 +3,12 @@
  * → fill the module's `weft_state` (the __constant__ weft_device_state_t the device library
  * declares) from comm->state, so kernels reach peers with no extra arguments. Kernel lookups
  * are cached per module; unloading frees them all.
+ *
+ * The ops load some modules at their first call (an operator's reductions, a GEMM shape
+ * class), which may come while the caller's stream is being captured into a CUDA graph: the
+ * load runs in the relaxed capture mode (a load enqueues nothing the graph should hold) and the
+ * state goes through the communicator's own non-blocking stream, never the legacy one, whose
+ * implicit ordering with a capturing blocking stream would invalidate the capture.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,36 @@ static void module_free(struct weft_module *m) {
   free(m);
 }
 
+/* cuModuleLoadData of cubin into m, then its weft_state filled (if the program has one). */
+static weft_status_t load_and_fill(weft_comm_t *comm, struct weft_module *m, const void *cubin) {
+  CUresult lr = weft_cu.cuModuleLoadData(&m->module, cubin);
+  if (lr == CUDA_ERROR_NO_BINARY_FOR_GPU || lr == CUDA_ERROR_INVALID_IMAGE)
+    /* The usual cause: a cubin for sm_90a on a GPU of another generation. */
+    return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
+                    "module %s: this GPU cannot run its cubin (compiled for another architecture? "
+                    "the default is " WEFT_JIT_DEFAULT_ARCH ")",
+                    m->name);
+  if (lr != CUDA_SUCCESS) return weft_cu_error(comm, lr, "cuModuleLoadData", __FILE__, __LINE__);
+
+  CUdeviceptr state = 0;
+  size_t state_size = 0;
+  CUresult res = weft_cu.cuModuleGetGlobal(&state, &state_size, m->module, "weft_state");
+  /* NOT_FOUND: the program does not use the device library's state (NVRTC drops unused globals) */
+  if (res == CUDA_ERROR_NOT_FOUND) return WEFT_STATUS_SUCCESS;
+  if (res != CUDA_SUCCESS)
+    return weft_cu_error(comm, res, "cuModuleGetGlobal(weft_state)", __FILE__, __LINE__);
+  /* A module built against another layout of the state block would read garbage peers. */
+  if (state_size != sizeof(weft_device_state_t))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
+                    "module %s was built against another weft: its weft_state is %zu bytes, "
+                    "this library's is %zu",
+                    m->name, state_size, sizeof(weft_device_state_t));
+  WEFT_CU(comm, cuMemcpyHtoDAsync(state, &comm->state, sizeof comm->state, comm->quiet));
+  WEFT_CHECK(weft_stream_wait_idle(comm, comm->quiet, "filling a loaded module's weft_state"));
+  m->has_state = 1;
+  return WEFT_STATUS_SUCCESS;
+}
+
 weft_status_t weft_module_load_cubin(weft_comm_t *comm, const void *cubin, size_t cubin_size,
                                      const char *name, struct weft_module **out) {
   WEFT_ARG(comm, cubin && cubin_size, "cubin is empty");
@@ -48,38 +84,16 @@ weft_status_t weft_module_load_cubin(weft_comm_t *comm, const void *cubin, size_
     st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for module %s", name);
     goto fail;
   }
-  CUresult lr = weft_cu.cuModuleLoadData(&m->module, cubin);
-  if (lr == CUDA_ERROR_NO_BINARY_FOR_GPU || lr == CUDA_ERROR_INVALID_IMAGE) {
-    /* The usual cause: a cubin for sm_90a on a GPU of another generation. */
-    st = WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
-                  "module %s: this GPU cannot run its cubin (compiled for another architecture? "
-                  "the default is " WEFT_JIT_DEFAULT_ARCH ")",
-                  name);
-    goto fail;
-  } else if (lr != CUDA_SUCCESS) {
-    st = weft_cu_error(comm, lr, "cuModuleLoadData", __FILE__, __LINE__);
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  WEFT_CU_GOTO(comm, cuThreadExchangeStreamCaptureMode(&mode), st, fail);
+  st = load_and_fill(comm, m, cubin);
+  if (st != WEFT_STATUS_SUCCESS) weft_module_discard(m); /* an unload, still relaxed */
+  CUresult rr = weft_cu.cuThreadExchangeStreamCaptureMode(&mode); /* the caller's mode back */
+  if (st != WEFT_STATUS_SUCCESS) return st;
+  if (rr != CUDA_SUCCESS) {
+    st = weft_cu_error(comm, rr, "cuThreadExchangeStreamCaptureMode", __FILE__, __LINE__);
     goto fail;
   }
-
-  CUdeviceptr state = 0;
-  size_t state_size = 0;
-  CUresult res = weft_cu.cuModuleGetGlobal(&state, &state_size, m->module, "weft_state");
-  if (res == CUDA_SUCCESS) {
-    /* A module built against another layout of the state block would read garbage peers. */
-    if (state_size != sizeof(weft_device_state_t)) {
-      st = WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
-                    "module %s was built against another weft: its weft_state is %zu bytes, "
-                    "this library's is %zu",
-                    name, state_size, sizeof(weft_device_state_t));
-      goto fail;
-    }
-    WEFT_CU_GOTO(comm, cuMemcpyHtoD(state, &comm->state, sizeof comm->state), st, fail);
-    m->has_state = 1;
-  } else if (res != CUDA_ERROR_NOT_FOUND) {
-    st = weft_cu_error(comm, res, "cuModuleGetGlobal(weft_state)", __FILE__, __LINE__);
-    goto fail;
-  }
-  /* else: the program does not use the device library's state (NVRTC drops unused globals). */
   WEFT_TRACE("jit: loaded %s (%zu-byte cubin, state %s)", name, cubin_size,
              m->has_state ? "filled" : "absent");
   *out = m;

@@ -108,6 +108,7 @@ static weft_status_t open_device(weft_comm_t *comm, int device) {
   WEFT_CU(comm, cuDeviceGetName(comm->device_name, sizeof comm->device_name, comm->device));
   WEFT_CU(comm, cuDevicePrimaryCtxRetain(&comm->context, comm->device));
   WEFT_CU(comm, cuCtxSetCurrent(comm->context));
+  WEFT_CU(comm, cuStreamCreate(&comm->quiet, CU_STREAM_NON_BLOCKING));
   int vmm = 0, fd = 0;
   WEFT_CU(comm, cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                                      comm->device));
@@ -207,6 +208,7 @@ static void comm_free(weft_comm_t *comm) {
   if (comm->heap.base) weft_heap_destroy(comm);
   if (comm->abort_host) weft_cu.cuMemFreeHost((void *)comm->abort_host);
   if (comm->error_host) weft_cu.cuMemFreeHost(comm->error_host);
+  if (comm->quiet) weft_cu.cuStreamDestroy(comm->quiet);
   if (comm->context) weft_cu.cuDevicePrimaryCtxRelease(comm->device);
   if (comm->bootstrap) weft_bootstrap_destroy(comm->bootstrap);
   weft_autotune_forget(comm);

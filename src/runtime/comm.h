@@ -22,6 +22,10 @@ struct weft_comm {
   CUdevice device;
   char device_name[96]; /* the GPU model (cuDeviceGetName): part of the autotuner's keys */
   CUcontext context;        /* the device's primary context */
+  /* The library's own stream for its set-up work (zeroing heap memory, filling a loaded module's
+   * state): non-blocking, so that no user work on the legacy stream delays it and no capture
+   * in progress on a blocking stream is joined by it; waited for with a deadline. */
+  CUstream quiet;
   uint64_t timeout_ns;
   /* Every pair of this node's GPUs has the same CUDA P2P performance rank (NVSwitch, or one
    * link class everywhere); else the collectives' AUTO takes neighbour-only (ring) forms. The

@@ -182,9 +182,8 @@ weft_status_t weft_heap_create(weft_comm_t *comm, uint64_t size) {
   }
   h->mine = h->base + (uint64_t)comm->local_rank * h->stride;
   /* zeroed before any peer may write (the barrier below) */
-  WEFT_CU_GOTO(comm, cuStreamCreate(&h->zero, CU_STREAM_NON_BLOCKING), st, fail_map);
-  WEFT_CU_GOTO(comm, cuMemsetD8Async(h->mine, 0, h->stride, h->zero), st, fail_map);
-  WEFT_CHECK_GOTO(weft_stream_wait_idle(comm, h->zero, "zeroing the symmetric heap"), st, fail_map);
+  WEFT_CU_GOTO(comm, cuMemsetD8Async(h->mine, 0, h->stride, comm->quiet), st, fail_map);
+  WEFT_CHECK_GOTO(weft_stream_wait_idle(comm, comm->quiet, "zeroing the symmetric heap"), st, fail_map);
   WEFT_CHECK_GOTO(weft_suballoc_init(&h->alloc, h->size, 1024), st, fail_map);
   /* Nobody may touch a peer's heap before that peer zeroed it. */
   WEFT_CHECK_GOTO(weft_bootstrap_barrier(comm->bootstrap), st, fail_alloc);
@@ -211,8 +210,6 @@ fail_reserve:
   if (own_fd >= 0) close(own_fd);
   free(fds);
   free(ranks);
-  if (h->zero) weft_cu.cuStreamDestroy(h->zero);
-  h->zero = NULL;
   weft_cu.cuMemAddressFree(h->base, h->stride * (uint64_t)comm->local_world);
   h->base = 0;
 fail_release:
@@ -229,7 +226,6 @@ weft_status_t weft_heap_destroy(weft_comm_t *comm) {
     if (res != CUDA_SUCCESS && st == WEFT_STATUS_SUCCESS)
       st = weft_cu_error(comm, res, "cuMemUnmap", __FILE__, __LINE__);
   }
-  if (h->zero) weft_cu.cuStreamDestroy(h->zero);
   weft_cu.cuMemAddressFree(h->base, h->stride * (uint64_t)comm->local_world);
   weft_cu.cuMemRelease(h->handle);
   weft_suballoc_destroy(&h->alloc);
@@ -304,8 +300,8 @@ weft_status_t weft_malloc(weft_comm_t *comm, size_t size, void **ptr) {
   WEFT_CHECK(weft_comm_make_current(comm));
   /* Fresh allocations are zero, so that signals in them start at 0 on every rank; the memset
    * must be complete before the barrier lets any peer write into the buffer. */
-  WEFT_CU(comm, cuMemsetD8Async(h->mine + WEFT_SYNC_BYTES + off, 0, size, h->zero));
-  WEFT_CHECK(weft_stream_wait_idle(comm, h->zero, "weft_malloc (zeroing)"));
+  WEFT_CU(comm, cuMemsetD8Async(h->mine + WEFT_SYNC_BYTES + off, 0, size, comm->quiet));
+  WEFT_CHECK(weft_stream_wait_idle(comm, comm->quiet, "weft_malloc (zeroing)"));
   WEFT_CHECK(weft_bootstrap_barrier(comm->bootstrap));
   *ptr = (void *)(uintptr_t)(h->mine + WEFT_SYNC_BYTES + off);
   return WEFT_STATUS_SUCCESS;

@@ -46,9 +46,6 @@ typedef struct weft_heap {
   int mapped;         /* number of peers mapped (for teardown after a partial init) */
   weft_suballoc_t alloc;
   uint64_t serial;    /* collective allocation calls so far (for the mismatch check) */
-  /* zeroes fresh memory: non-blocking, so that no user work on the legacy stream delays it, and
-   * waited for with a deadline */
-  CUstream zero;
 } weft_heap_t;
 
 weft_status_t weft_heap_create(weft_comm_t *comm, uint64_t size);

@@ -73,6 +73,7 @@
   X(cuStreamBeginCapture)                                                                 \
   X(cuStreamEndCapture)                                                                   \
   X(cuStreamIsCapturing)                                                                  \
+  X(cuThreadExchangeStreamCaptureMode)                                                    \
   X(cuGraphInstantiateWithFlags)                                                                  \
   X(cuGraphLaunch)                                                                        \
   X(cuGraphExecDestroy)                                                                   \

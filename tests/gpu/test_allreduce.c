@@ -130,6 +130,39 @@ int main(void) {
       fails++, printf("[%d] FAIL: SM one-shot accepted in place\n", me);
   }
 
+  /* An operator's first call inside a CUDA graph capture, the strictest a caller can make
+   * (global mode, on a blocking stream): its kernels are compiled and loaded there, and the
+   * graph replays the call. */
+  {
+    const weft_red_op_t op = WEFT_RED_OP_MAX;
+    const size_t n = 100003;
+    int fresh = t.comm->ops.red[op].mod == NULL;
+    CUstream cs;
+    CU(cuStreamCreate(&cs, CU_STREAM_DEFAULT));
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    t.op = op;
+    call++;
+    CUgraph g;
+    CUgraphExec ge;
+    CU(cuStreamBeginCapture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    rt_fill(&t, sendb, n, WEFT_DTYPE_BF16, me, call, 0, cs);
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 2, cs));
+    OK(weft_allreduce(t.comm, sendb, recvb, n, WEFT_DTYPE_BF16, op, WEFT_ALGO_AUTO, cs));
+    rt_check(&t, recvb, n, WEFT_DTYPE_BF16, call, 0, NULL, cs);
+    CU(cuStreamEndCapture(cs, &g));
+    CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+    for (int r = 0; r < 3; r++) CU(cuGraphLaunch(ge, cs));
+    rt_stats(&t, cs, st);
+    CU(cuGraphExecDestroy(ge));
+    CU(cuGraphDestroy(g));
+    CU(cuStreamDestroy(cs));
+    t.op = WEFT_RED_OP_SUM;
+    int ok = fresh && t.comm->ops.red[op].mod && !st[0];
+    if (!ok) fails++;
+    printf("[%d] %s: max's first call inside a capture (%s), 3 replays: %llu wrong\n", me,
+           ok ? "ok" : "FAIL", fresh ? "loaded there" : "already loaded before", st[0]);
+  }
+
   /* The other operators, every algorithm, against float64 and NCCL's same operator: sizes that
    * reach LL, the LL128 two-shot, the pushes and (fp32, 36 MB) the pull two-shot. */
   {

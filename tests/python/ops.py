@@ -253,8 +253,8 @@ b = torch.empty(gk, gn, dtype=torch.bfloat16, device=DEV)
 side = torch.cuda.Stream()
 side.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(side):
-    comm.all_reduce(x, stream=side)      # first calls outside the capture: they size the
-    comm.gemm_ar(a, b, c, layout="kn")  # workspace and compile the kernels
+    comm.gemm_ar(a, b, c, layout="kn")  # outside the capture: its first call sizes its
+                                         # workspace (a collective weft_malloc)
     comm.synchronize(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
