@@ -3,7 +3,10 @@
 One process per GPU, started by torchrun or weftrun (weft meets the other ranks at MASTER_ADDR,
 port MASTER_PORT + 1, or at WEFT_BOOTSTRAP_ADDR; include/weft.h lists the variables). Tensors are
 torch tensors; every op runs on the caller's current CUDA stream (or the `stream` given) and is
-capturable in a CUDA graph, as the C calls are. Usage, under `torchrun --nproc-per-node 4`:
+capturable in a CUDA graph, as the C calls are, but for one thing: ag_gemm (without `gathered`),
+gemm_rs and gemm_ar keep a symmetric buffer that their first call, or one with a larger shape,
+allocates collectively, which a capture cannot hold (weft.Error there): call them once before
+capturing. Usage, under `torchrun --nproc-per-node 4`:
 
     import torch, weft
     comm = weft.Comm()                                 # collective; binds GPU = local rank
@@ -249,7 +252,14 @@ class Comm:
     def _scratch_buffer(self, name, nbytes):
         """A symmetric byte buffer of at least nbytes kept for the ops' internal use. It grows
         collectively: the ops that use it are collective with equal shapes on every rank, so every
-        rank grows it at the same call (not inside a CUDA graph capture: call once before)."""
+        rank grows it at the same call. Not inside a CUDA graph capture (a collective allocation,
+        and the old buffer freed under work the graph holds): make the call once before."""
+        t = self._scratch.get(name)
+        if (t is None or t.numel() < nbytes) and torch.cuda.is_current_stream_capturing():
+            raise Error("Comm", INVALID_USAGE,
+                        f"invalid usage: the ops' {name} buffer must grow to {nbytes} bytes, a "
+                        "collective allocation that a CUDA graph capture cannot hold: make this "
+                        "call once before the capture")
         t = self._scratch.pop(name, None)
         if t is not None and t.numel() < nbytes:
             torch.cuda.synchronize(self.device)  # earlier calls on any stream may still use it

@@ -276,6 +276,16 @@ for replay in range(3):
     check(ex <= 1e-2 and ec <= 1e-2, f"graph replay {replay}: all_reduce error {ex:.2e}, "
           f"gemm_ar error {ec:.2e}")
 del graph
+# The ops' own buffers are collective allocations: one that must be made inside a capture is
+# refused before anything is enqueued, and the capture ends whole.
+try:
+    with torch.cuda.stream(side):
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=side):
+            comm.ag_gemm(a, b, layout="kn", stream=side)
+    check(False, "ag_gemm whose buffer must be made inside a capture raises")
+except weft.Error as e:
+    check(e.status_name == "INVALID_USAGE" and "capture" in e.text,
+          f"ag_gemm's first buffer inside a capture: {e}")
 comm.free(c)
 comm.free(x)
 
