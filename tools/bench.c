@@ -30,7 +30,7 @@ void bench_set_timeout(const char *seconds) {
 void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_max) {
   memset(b, 0, sizeof *b);
   b->opt = (bench_opts_t){def_min, def_max, 2.0, 20, 5, 0, 1, "bf16", NULL, NULL, NULL};
-  for (int i = 0; i < argc; i++) {
+  for (int i = 0; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (a[0] != '-' || !a[1] || a[2] || !v) {
@@ -52,7 +52,6 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
     case 'T': bench_set_timeout(v); break;
     default: fprintf(stderr, "weft-bench: unknown option '%s'\n", a); exit(2);
     }
-    i++;
   }
   if (b->opt.factor <= 1.0 || b->opt.iters < 1 || b->opt.warmup < 0 ||
       b->opt.min_bytes > b->opt.max_bytes) {
