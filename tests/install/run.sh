@@ -2,7 +2,8 @@
 # run.sh cmake|pkgconfig CMAKE BUILD_DIR SOURCE_DIR CC VERSION — installs the built tree into a
 # temporary prefix, moves the prefix elsewhere (an install must not depend on where it was made),
 # then builds and runs tests/install/consumer.c against it: through the CMake package (cmake) or
-# through weft.pc (pkgconfig; skipped (77) without pkg-config). The installed tools must start.
+# through weft.pc (pkgconfig; skipped (77) without pkg-config; also as C++ where a C++ compiler
+# is installed). The installed tools must start.
 set -u
 mode=$1 cmake=$2 build=$3 src=$4 cc=$5 version=$6
 tmp=$(mktemp -d) || exit 1
@@ -37,5 +38,17 @@ else
     $(pkg-config --cflags --libs weft) -Wl,-rpath,"$libdir" > "$tmp/log" 2>&1 ||
     fail "building with pkg-config --cflags --libs weft"
   "$tmp/consumer" || fail "the consumer (pkg-config)"
+  # The same program as C++ (PyTorch extensions and much host code are C++), where a C++ compiler
+  # is installed: the public header's C linkage and its declarations must hold there too.
+  cxx=$(command -v c++ || command -v g++ || command -v clang++ || true)
+  if [ -n "$cxx" ]; then
+    # shellcheck disable=SC2046
+    "$cxx" -x c++ -std=c++17 -Wall -Wextra -Werror -o "$tmp/consumer_cxx" \
+      "$src/tests/install/consumer.c" -x none $(pkg-config --cflags --libs weft) \
+      -Wl,-rpath,"$libdir" > "$tmp/log" 2>&1 || fail "building consumer.c as C++ ($cxx)"
+    "$tmp/consumer_cxx" || fail "the consumer built as C++"
+  else
+    echo "note: no C++ compiler, the header's C++ check skipped"
+  fi
 fi
 echo "ok: $mode consumer built and ran against an install moved from where it was made"
