@@ -508,6 +508,9 @@ int main(int argc, char **argv) {
     if (procs[r].err.fd >= 0) emit_lines(&procs[r].err, r, true);
   }
   close(port_sock);
+  free(pfd);
+  free(pstream);
+  free(prank);
   if (result) return result;
   if (skipped == n) return 77;
   if (skipped) {
