@@ -268,9 +268,11 @@ typedef enum weft_algo {
  * weft_comm_init. */
 #define WEFT_ALLGATHER_LL_MAX_BYTES(world) ((size_t)(4u << 20) / (size_t)(world))
 
-/* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf must come from
- * weft_malloc (symmetric) and hold world * count elements; sendbuf is any device memory,
- * possibly recvbuf + rank * count (in place). Any count, any alignment.
+/* AllGather: recvbuf[r * count + i] = rank r's sendbuf[i] on every rank. recvbuf holds world *
+ * count elements and must come from weft_malloc (symmetric) for every form but WEFT_ALGO_LL
+ * (whose lines land in an internal symmetric area and are unpacked by the receiver: any device
+ * memory there, also where AUTO takes LL); sendbuf is any device memory, possibly recvbuf + rank
+ * * count (in place). Any count, any alignment.
  * Algorithms: WEFT_ALGO_LL (at most WEFT_ALLGATHER_LL_MAX_BYTES(world) per rank), WEFT_ALGO_SM
  * (every rank's kernel stores its chunk into every peer), WEFT_ALGO_COPY_ENGINE (push, or pull
  * when in place), WEFT_ALGO_RING (each rank forwards chunks to its right neighbour only: for GPUs
@@ -311,11 +313,11 @@ typedef enum weft_red_op {
  * every rank, one at a time (stream-ordered), as every collective.
  *
  * ReduceScatter: recvbuf[i] = op over ranks r of rank r's sendbuf[rank * recvcount + i].
- * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric): peers read it
- * (WEFT_ALGO_SM above the pushes' limit), or the copy engines (WEFT_ALGO_COPY_ENGINE) or this
- * rank's kernel (WEFT_ALGO_LL, WEFT_ALGO_SM up to that limit) push it. recvbuf ([recvcount]) is
- * any device memory; in place when recvbuf == sendbuf + rank * recvcount, else it must not
- * overlap sendbuf.
+ * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric) where peers read
+ * it (WEFT_ALGO_SM above the pushes' limit); every other form pushes it from this rank (the copy
+ * engines, or this rank's kernel: WEFT_ALGO_LL, WEFT_ALGO_SM up to that limit, WEFT_ALGO_RING),
+ * so any device memory there. recvbuf ([recvcount]) is any device memory; in place when
+ * recvbuf == sendbuf + rank * recvcount, else it must not overlap sendbuf.
  * Algorithms: WEFT_ALGO_SM, one kernel: while recvcount * element size is at most
  * WEFT_ALLREDUCE_PUSH_BYTES / world, every rank pushes each segment into its owner's part of
  * AllReduce's push staging (no handshake) and reduces its own; above, every rank pulls its
@@ -340,8 +342,14 @@ WEFT_API weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbu
                                            weft_algo_t algo, weft_stream_t stream);
 
 /* AllReduce: recvbuf[i] = op over ranks r of rank r's sendbuf[i], on every rank. sendbuf and
- * recvbuf ([count] elements each) must both come from weft_malloc (symmetric); in place when
- * recvbuf == sendbuf, else they must not overlap.
+ * recvbuf hold [count] elements each; in place when recvbuf == sendbuf, else they must not
+ * overlap. Where they must come from weft_malloc (symmetric) depends on the form, because some
+ * forms reach them from the peers: WEFT_ALGO_LL and the two-shot up to
+ * WEFT_ALLREDUCE_LL128_BYTES (AUTO's forms up to 4 MiB by default) take any device memory for
+ * both (their lines travel through internal symmetric areas); the two-shot's pushes above it
+ * store the sums into every rank's recvbuf (symmetric recvbuf), its pulls above
+ * WEFT_ALLREDUCE_PUSH_BYTES also read every sendbuf (both symmetric), and WEFT_ALGO_SM reads
+ * every sendbuf (symmetric sendbuf).
  * Algorithms: WEFT_ALGO_LL, in LL lines through an internal symmetric buffer, at most
  * WEFT_ALLREDUCE_LL_MAX_BYTES(world), no handshake: one-shot, or at 3 ranks or more from 256 KiB
  * two-shot (each rank's segment summed from LL lines, the sums pushed to every rank in LL lines:
@@ -371,8 +379,10 @@ WEFT_API weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, vo
 
 /* AllToAll: rank r's sendbuf[p * count + i] lands in rank p's recvbuf[r * count + i], for every
  * pair of ranks (r's own chunk included), i < count. recvbuf ([world * count] elements) must come
- * from weft_malloc (symmetric): the senders store into it; ranks may pass different addresses in
- * the heap. sendbuf ([world * count]) is any device memory and must not overlap recvbuf (no
+ * from weft_malloc (symmetric) where the senders store into it (WEFT_ALGO_SM, AUTO above LL's
+ * sizes); ranks may pass different addresses in the heap. Under WEFT_ALGO_LL (also where AUTO
+ * takes it) the chunks land in an internal symmetric area and the receiver unpacks them: any
+ * device memory. sendbuf ([world * count]) is any device memory and must not overlap recvbuf (no
  * in-place form: a rank's chunks for its peers would be overwritten by theirs before they left).
  * Any dtype, any count, any alignment of both buffers (data moves bit for bit). Every rank must
  * pass the same count and algo; a count of 0 returns at once. Nonzero counts that differ between
@@ -397,7 +407,8 @@ WEFT_API weft_status_t weft_alltoall(weft_comm_t *comm, const void *sendbuf, voi
  * sendbuf + sdispls[p] land at rank p's recvbuf + rdispls[r], where rank p passes
  * recvcounts[r] equal to that count. The four arrays are host arrays of world entries, in
  * elements, read during the call (a CUDA graph replays the values it captured). Buffers as for
- * weft_alltoall: recvbuf symmetric, sendbuf any device memory, either NULL where its counts are
+ * weft_alltoall: recvbuf symmetric (under WEFT_ALGO_LL any device memory; AUTO stores larger
+ * chunks, so symmetric there), sendbuf any device memory, either NULL where its counts are
  * all 0; the receive regions must not overlap each other, and no send region may overlap a
  * receive region. Every rank must call it, with the same dtype and algo, even when all its
  * counts are 0 (its peers wait for it). Each receiver tells each sender where its chunk lands,

@@ -20,9 +20,12 @@ capturing. Usage, under `torchrun --nproc-per-node 4`:
     comm.free(x)                                       # collective, like the allocation
     comm.destroy()                                     # collective
 
-Memory that peers read or write must come from the symmetric heap (`Comm.empty`): AllGather's
-and AllToAll's outputs, AllReduce's input and output, ReduceScatter's input, GEMM + AllReduce's
-output. Each call's docstring names them; the C library checks them and raises weft.Error if not.
+Memory that peers read or write must come from the symmetric heap (`Comm.empty`): where the
+form chosen stores into or reads from the peers' buffers, AllGather's and AllToAll's outputs,
+AllReduce's output (and input for the largest sizes), ReduceScatter's input (largest sizes);
+always GEMM + AllReduce's output. The LL forms, which AUTO takes for small sizes (AllReduce up
+to 4 MiB by default), take any tensor. Each call's docstring says which; the C library checks
+and raises weft.Error where a tensor must be symmetric and is not.
 Symmetric tensors do not own their memory: `Comm.free` (collective: every rank frees the same
 tensors in the same order) or `Comm.destroy` returns it, and a tensor must not be used after.
 
@@ -307,8 +310,9 @@ class Comm:
     # -- collectives (torch.distributed's argument order: output first) ------------------------
 
     def all_gather(self, out, inp, algo="auto", stream=None):
-        """out[r * n:(r + 1) * n] = rank r's inp (n = inp.numel()) on every rank. out: symmetric,
-        world * n elements; inp: any device memory, or out's own slice (in place)."""
+        """out[r * n:(r + 1) * n] = rank r's inp (n = inp.numel()) on every rank. out: world * n
+        elements, symmetric (any tensor under algo="ll", and where AUTO takes LL); inp: any
+        device memory, or out's own slice (in place)."""
         self._same(out, inp, "all_gather")
         self._numel(out, self.world_size * inp.numel(), "all_gather's out")
         dt, per = _moved(inp)
@@ -319,8 +323,9 @@ class Comm:
 
     def reduce_scatter(self, out, inp, op="sum", algo="auto", stream=None):
         """out = op over ranks of their inp[rank * n:(rank + 1) * n] (n = out.numel()), in fp32,
-        rounded once; op: sum, prod, max, min or avg. inp: symmetric, world * n elements; out:
-        any device memory."""
+        rounded once; op: sum, prod, max, min or avg. inp: world * n elements, symmetric where
+        the peers read it (algo="sm" above its pushes' limit), else any tensor; out: any device
+        memory."""
         self._same(out, inp, "reduce_scatter")
         self._numel(inp, self.world_size * out.numel(), "reduce_scatter's inp")
         self._call("weft_reduce_scatter", ctypes.c_void_p(self._ptr(inp, "inp")),
@@ -330,8 +335,10 @@ class Comm:
 
     def all_reduce(self, tensor, out=None, op="sum", algo="auto", stream=None):
         """out = op over ranks of their tensor (sum, prod, max, min or avg), in fp32 in rank
-        order, rounded once (every rank gets the same bits). In place when out is None. Both
-        symmetric."""
+        order, rounded once (every rank gets the same bits). In place when out is None. Any
+        tensors under LL and the two-shot up to WEFT_ALLREDUCE_LL128_BYTES (AUTO's forms up to
+        4 MiB by default); above it out must be symmetric, and tensor too above
+        WEFT_ALLREDUCE_PUSH_BYTES; algo="sm" (one-shot) needs a symmetric tensor."""
         out = tensor if out is None else out
         self._same(out, tensor, "all_reduce")
         self._numel(out, tensor.numel(), "all_reduce's out")
@@ -342,7 +349,8 @@ class Comm:
 
     def all_to_all(self, out, inp, algo="auto", stream=None):
         """Rank r's inp[p * n:(p + 1) * n] lands in rank p's out[r * n:(r + 1) * n] (n =
-        inp.numel() / world). out: symmetric, not overlapping inp."""
+        inp.numel() / world). out: symmetric (any tensor under algo="ll", and where AUTO takes
+        LL), not overlapping inp."""
         self._same(out, inp, "all_to_all")
         self._numel(out, inp.numel(), "all_to_all's out")
         if inp.numel() % self.world_size:
@@ -359,7 +367,7 @@ class Comm:
         """MPI_Alltoallv: rank r's in_counts[p] elements from inp[in_displs[p]:] land in rank p's
         out[out_displs[r]:], where p's out_counts[r] equals that count. Counts and
         displacements are host sequences of world entries, in elements (displacements default to
-        the running sums of the counts). out: symmetric."""
+        the running sums of the counts). out: symmetric (any tensor under algo="ll")."""
         self._same(out, inp, "all_to_all_v")
         w = self.world_size
         dt, per = _moved(inp)

@@ -102,9 +102,6 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, sendbuf && recvbuf, "sendbuf or recvbuf is NULL");
   WEFT_ARG(comm, count <= SIZE_MAX / elem / (size_t)comm->world, "count %zu overflows", count);
   size_t bytes = count * elem;
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
-           "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf,
-           bytes * (size_t)comm->world);
   /* LL while each rank pushes at most AG_LL_AUTO_PUSH bytes: on two H100s (2026-11-25) LL took
    * 9.0 / 12.6 / 20.8 us at 512 KiB / 1 MiB / 2 MiB a rank, the SM form 18.1 / 18.3 / 18.7 (its
    * handshake: 0.66x NCCL's time at 512 KiB a rank, where LL's limit was 256 KiB). Above LL,
@@ -120,6 +117,12 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || bytes <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per rank at %d ranks, not %zu", ll_max,
            comm->local_world, bytes);
+  /* LL's lines travel through an internal symmetric area and land by this rank's own stores:
+   * any device memory there; the other forms store into (or copy from) the peers' recvbufs. */
+  WEFT_ARG(comm, algo == WEFT_ALGO_LL ||
+                     weft_heap_contains(&comm->heap, recvbuf, bytes * (size_t)comm->world),
+           "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc) above LL's "
+           "sizes: the peers store into it", recvbuf, bytes * (size_t)comm->world);
   WEFT_CHECK(weft_comm_make_current(comm));
   const char *send = sendbuf;
   char *recv = recvbuf;

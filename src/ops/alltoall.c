@@ -54,9 +54,11 @@ static weft_status_t a2a_check(weft_comm_t *comm, weft_dtype_t dtype, weft_algo_
 }
 
 /* Checks of the buffers against the plan's byte ranges: each buffer not NULL where it has bytes,
- * recvbuf in the heap, no send range overlapping the receive ranges (their hulls, to be cheap). */
+ * recvbuf in the heap where the senders store into it (not LL: its lines land in an internal
+ * symmetric area and the receiver unpacks them), no send range overlapping the receive ranges
+ * (their hulls, to be cheap). */
 static weft_status_t a2a_check_buffers(weft_comm_t *comm, const char *send, const char *recv,
-                                       const weft_a2a_plan_t *plan) {
+                                       const weft_a2a_plan_t *plan, weft_algo_t algo) {
   uint64_t slo = UINT64_MAX, shi = 0, rlo = UINT64_MAX, rhi = 0;
   for (int p = 0; p < comm->local_world; p++) {
     if (plan->send_bytes[p]) {
@@ -71,9 +73,9 @@ static weft_status_t a2a_check_buffers(weft_comm_t *comm, const char *send, cons
   WEFT_ARG(comm, send || !shi, "sendbuf is NULL with elements to send");
   WEFT_ARG(comm, recv || !rhi, "recvbuf is NULL with elements to receive");
   if (!rhi) return WEFT_STATUS_SUCCESS;
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, recv, rhi),
-           "recvbuf %p (+%llu bytes) must lie in the symmetric heap (weft_malloc): peers store into it",
-           (const void *)recv, (unsigned long long)rhi);
+  WEFT_ARG(comm, algo == WEFT_ALGO_LL || weft_heap_contains(&comm->heap, recv, rhi),
+           "recvbuf %p (+%llu bytes) must lie in the symmetric heap (weft_malloc) above LL's "
+           "sizes: peers store into it", (const void *)recv, (unsigned long long)rhi);
   WEFT_ARG(comm, !shi || (uintptr_t)send + shi <= (uintptr_t)recv + rlo ||
                      (uintptr_t)recv + rhi <= (uintptr_t)send + slo,
            "sendbuf and recvbuf overlap (alltoall has no in-place form)");
@@ -85,7 +87,7 @@ static weft_status_t a2a_check_buffers(weft_comm_t *comm, const char *send, cons
 static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
                                 weft_a2a_plan_t *plan, size_t elem, int v, weft_algo_t algo,
                                 unsigned long long ll_below, weft_stream_t stream) {
-  WEFT_CHECK(a2a_check_buffers(comm, send, recv, plan));
+  WEFT_CHECK(a2a_check_buffers(comm, send, recv, plan, algo));
   if (algo == WEFT_ALGO_LL)
     for (int p = 0; p < comm->local_world; p++)
       WEFT_ARG(comm, plan->send_bytes[p] <= WEFT_ALLTOALL_LL_MAX_BYTES &&

@@ -176,6 +176,18 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn) {
 }
 
 /* The checks both ops share; *elem gets the element size. */
+/* A buffer that peers read or write in the chosen form must lie in the symmetric heap; the forms
+ * that move everything through internal symmetric areas (LL, LL128, the pushes into staging)
+ * take any device memory. */
+static weft_status_t red_symmetric(weft_comm_t *comm, const void *p, size_t bytes, const char *what,
+                                   const char *form) {
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, p, bytes),
+           "%s %p (+%zu bytes) must lie in the symmetric heap (weft_malloc) for %s, which "
+           "reaches it from the peers",
+           what, p, bytes, form);
+  return WEFT_STATUS_SUCCESS;
+}
+
 static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_op_t op, size_t *elem) {
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, dtype == WEFT_DTYPE_FP16 || dtype == WEFT_DTYPE_BF16 || dtype == WEFT_DTYPE_FP32,
@@ -377,8 +389,6 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, (uintptr_t)sendbuf % elem == 0 && (uintptr_t)recvbuf % elem == 0,
            "sendbuf %p and recvbuf %p must be aligned to the element size (%zu)", sendbuf, recvbuf, elem);
   size_t seg = recvcount * elem, total = seg * (size_t)comm->world;
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, sendbuf, total),
-           "sendbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", sendbuf, total);
   const char *send = sendbuf;
   char *recv = recvbuf;
   int in_place = recv == send + (size_t)comm->local_rank * seg;
@@ -404,6 +414,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   if (push)
     return red_push2(comm, k, send, recv, recvcount * (size_t)comm->local_world, recvcount, elem,
                      dtype, 0, s);
+  WEFT_CHECK(red_symmetric(comm, sendbuf, total, "sendbuf", "the SM form above its pushes' limit"));
   return red_pull(comm, k, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }
 
@@ -421,10 +432,6 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, (uintptr_t)sendbuf % elem == 0 && (uintptr_t)recvbuf % elem == 0,
            "sendbuf %p and recvbuf %p must be aligned to the element size (%zu)", sendbuf, recvbuf, elem);
   size_t bytes = count * elem;
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, sendbuf, bytes),
-           "sendbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", sendbuf, bytes);
-  WEFT_ARG(comm, weft_heap_contains(&comm->heap, recvbuf, bytes),
-           "recvbuf %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", recvbuf, bytes);
   const char *send = sendbuf;
   char *recv = recvbuf;
   int in_place = recv == send;
@@ -453,11 +460,18 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   const weft_red_kernels_t *k;
   WEFT_CHECK(red_kernels(comm, op, &k));
   CUstream s = (CUstream)stream;
-  if (algo == WEFT_ALGO_SM) return red_pull(comm, k, send, recv, count, elem, dtype, 0, s);
+  if (algo == WEFT_ALGO_SM) {
+    WEFT_CHECK(red_symmetric(comm, sendbuf, bytes, "sendbuf", "the SM one-shot"));
+    return red_pull(comm, k, send, recv, count, elem, dtype, 0, s);
+  }
   if (algo == WEFT_ALGO_TWO_SHOT) {
     size_t per = red_two_shot_per(comm, count);
     if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, k, send, recv, count, per, elem, dtype, s);
+    WEFT_CHECK(red_symmetric(comm, recvbuf, bytes, "recvbuf",
+                             "the two-shot above WEFT_ALLREDUCE_LL128_BYTES"));
     if (bytes <= comm->ops.red_push2_max) return red_push2(comm, k, send, recv, count, per, elem, dtype, 1, s);
+    WEFT_CHECK(red_symmetric(comm, sendbuf, bytes, "sendbuf",
+                             "the two-shot above WEFT_ALLREDUCE_PUSH_BYTES"));
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;

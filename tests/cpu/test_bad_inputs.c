@@ -222,9 +222,9 @@ int main(void) {
   T("alltoall by LL above its limit",
     weft_alltoall(comm, off_heap, heap, WEFT_ALLTOALL_LL_MAX_BYTES + 1, U8, WEFT_ALGO_LL, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoall recvbuf off the heap", weft_alltoall(comm, dev, off_heap, 8, U8, WEFT_ALGO_AUTO, NULL),
+  T("alltoall recvbuf off the heap (SM)", weft_alltoall(comm, dev, off_heap, 8, U8, WEFT_ALGO_SM, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
-  T("alltoall past the heap's end", weft_alltoall(comm, dev, hend - 16, 32, U8, WEFT_ALGO_AUTO, NULL),
+  T("alltoall past the heap's end (SM)", weft_alltoall(comm, dev, hend - 16, 32, U8, WEFT_ALGO_SM, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);
   T("alltoall sendbuf NULL", weft_alltoall(comm, NULL, heap, 8, U8, WEFT_ALGO_AUTO, NULL),
     WEFT_STATUS_INVALID_ARGUMENT);

@@ -130,6 +130,53 @@ int main(void) {
       fails++, printf("[%d] FAIL: SM one-shot accepted in place\n", me);
   }
 
+  /* Buffers outside the heap (cuMemAlloc, as a framework's allocator gives them): the forms that
+   * move everything through internal symmetric areas take any device memory for both (LL one-
+   * and two-shot, the LL128 two-shot); the pushes need a symmetric recvbuf only; the forms that
+   * reach them from the peers refuse them. nsend / nrecv are such buffers. */
+  {
+    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops.red_ll128_max / 2;
+    size_t push = t.comm->ops.red_push2_max / 2;
+    const struct {
+      weft_algo_t algo;
+      size_t n;
+      int heap_recv; /* recvbuf from the heap (the pushes), else cuMemAlloc's */
+    } cases[] = {{WEFT_ALGO_LL, 5, 0},          {WEFT_ALGO_LL, ll_max - 3, 0},
+                 {WEFT_ALGO_TWO_SHOT, 3001, 0}, {WEFT_ALGO_TWO_SHOT, ll128, 0},
+                 {WEFT_ALGO_AUTO, 200001, 0},   {WEFT_ALGO_TWO_SHOT, ll128 + 77, 1},
+                 {WEFT_ALGO_AUTO, push, 1}};
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    int before = fails;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      size_t n = cases[i].n;
+      if (!n || 2 * n > max_bytes || (cases[i].heap_recv && n <= ll128)) continue; /* a limit set to 0 */
+      char *out = cases[i].heap_recv ? recvb : (char *)(uintptr_t)nrecv;
+      rt_fill(&t, (void *)(uintptr_t)nsend, n, WEFT_DTYPE_BF16, me, ++call, 0, s);
+      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)out, 0xFF, n * 2, s));
+      weft_status_t r = weft_allreduce(t.comm, (void *)(uintptr_t)nsend, out, n, WEFT_DTYPE_BF16,
+                                       WEFT_RED_OP_SUM, cases[i].algo, s);
+      if (r != WEFT_STATUS_SUCCESS) {
+        fails++;
+        printf("[%d] FAIL %zu x bf16 (algo %d) from cuMemAlloc memory refused: %s\n", me, n,
+               (int)cases[i].algo, weft_comm_get_last_error(t.comm));
+        continue;
+      }
+      rt_check(&t, out, n, WEFT_DTYPE_BF16, call, 0, NULL, s);
+    }
+    rt_stats(&t, s, st);
+    if (st[0]) fails++, printf("[%d] FAIL buffers outside the heap: %llu wrong\n", me, st[0]);
+    /* refused before anything is enqueued, the same on every rank */
+    if (weft_allreduce(t.comm, (void *)(uintptr_t)nsend, recvb, 1000, WEFT_DTYPE_BF16,
+                       WEFT_RED_OP_SUM, WEFT_ALGO_SM, s) != WEFT_STATUS_INVALID_ARGUMENT)
+      fails++, printf("[%d] FAIL: the SM one-shot accepted a sendbuf outside the heap\n", me);
+    if (ll128 + 8 <= max_bytes / 2 &&
+        weft_allreduce(t.comm, sendb, (void *)(uintptr_t)nrecv, ll128 + 8, WEFT_DTYPE_BF16,
+                       WEFT_RED_OP_SUM, WEFT_ALGO_TWO_SHOT, s) != WEFT_STATUS_INVALID_ARGUMENT)
+      fails++, printf("[%d] FAIL: the push two-shot accepted a recvbuf outside the heap\n", me);
+    printf("[%d] buffers outside the heap (LL, LL128, pushes): %s\n", me,
+           fails > before ? "FAILED" : "ok");
+  }
+
   /* An operator's first call inside a CUDA graph capture, the strictest a caller can make
    * (global mode, on a blocking stream): its kernels are compiled and loaded there, and the
    * graph replays the call. */

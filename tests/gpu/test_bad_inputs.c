@@ -79,8 +79,8 @@ int main(void) {
 
   /* Reductions: every bad argument is refused before any work (the same calls on every rank). */
   char *ac = a;
-  expect("allreduce sendbuf from cuMemAlloc",
-         weft_allreduce(comm, (void *)plain, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+  expect("allreduce one-shot (peers read it) of a sendbuf from cuMemAlloc",
+         weft_allreduce(comm, (void *)plain, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_SM, NULL),
          WEFT_STATUS_INVALID_ARGUMENT);
   expect("allreduce of uint8",
          weft_allreduce(comm, a, a, 16, WEFT_DTYPE_UINT8, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
@@ -111,8 +111,12 @@ int main(void) {
   expect("reduce_scatter by two-shot",
          weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_TWO_SHOT, NULL),
          WEFT_STATUS_INVALID_ARGUMENT);
-  expect("reduce_scatter sendbuf from cuMemAlloc",
-         weft_reduce_scatter(comm, (void *)plain, a, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+  expect("reduce_scatter by pulls (peers read it) of a sendbuf from cuMemAlloc",
+         weft_reduce_scatter(comm, (void *)plain, a, (size_t)64 << 20, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM,
+                             WEFT_ALGO_SM, NULL),
+         WEFT_STATUS_INVALID_ARGUMENT);
+  expect("allgather by SM stores into a recvbuf from cuMemAlloc",
+         weft_allgather(comm, a, (void *)plain, 16, WEFT_DTYPE_FP32, WEFT_ALGO_SM, NULL),
          WEFT_STATUS_INVALID_ARGUMENT);
   expect("reduce_scatter recvbuf inside sendbuf, not my segment",
          weft_reduce_scatter(comm, a, ac + 2 * 16 * ((rank + 1) % world) + 2, 16, WEFT_DTYPE_BF16,
@@ -121,6 +125,10 @@ int main(void) {
   /* and the valid forms work */
   expect("allreduce in place (LL)",
          weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
+         WEFT_STATUS_SUCCESS);
+  expect("allreduce of cuMemAlloc memory (LL: any device memory)",
+         weft_allreduce(comm, (void *)plain, (char *)(uintptr_t)plain + 2048, 16, WEFT_DTYPE_FP32,
+                        WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),
          WEFT_STATUS_SUCCESS);
   expect("reduce_scatter into cuMemAlloc memory",
          weft_reduce_scatter(comm, a, (void *)plain, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, NULL),

@@ -110,6 +110,32 @@ for dtype in (torch.bfloat16, torch.float16, torch.float32):
         comm.free(out)
         comm.free(x)
 
+# Plain torch tensors (the caching allocator's memory, not the heap): the LL forms and the LL128
+# two-shot take any device memory, so a decode-sized all_reduce or all_gather needs no copy.
+for n, algo in ((4099, "auto"), (300001, "two_shot"), (1 << 20, "auto")):
+    tag = f"plain{n}"
+    ref = sum(rand(r, (n,), torch.bfloat16, tag).double() for r in range(W))
+    x = rand(R, (n,), torch.bfloat16, tag)
+    out = poison(torch.empty(n, dtype=torch.bfloat16, device=DEV))
+    comm.all_reduce(x, out, algo=algo)
+    comm.synchronize()
+    e = nerr(out, ref)
+    comm.all_reduce(x, algo=algo)  # in place
+    comm.synchronize()
+    check(e <= TOL[torch.bfloat16] and same_bits(x, out),
+          f"all_reduce of plain tensors n={n} {algo}: error {e:.2e}, in place the same bits")
+n = 3001
+out = poison(torch.empty(W * n, dtype=torch.float32, device=DEV))
+comm.all_gather(out, rand(R, (n,), torch.float32, "plainag"), algo="ll")
+comm.synchronize()
+check(same_bits(out, torch.cat([rand(r, (n,), torch.float32, "plainag") for r in range(W)])),
+      f"all_gather into a plain tensor n={n} ll: bit for bit")
+poison(out)
+comm.all_to_all(out, rand(R, (W * n,), torch.float32, "plaina2a"), algo="ll")
+comm.synchronize()
+want = torch.cat([rand(r, (W * n,), torch.float32, "plaina2a")[R * n:(R + 1) * n] for r in range(W)])
+check(same_bits(out, want), f"all_to_all into a plain tensor n={n} ll: bit for bit")
+
 for op, dtype in (("max", torch.bfloat16), ("min", torch.float16), ("prod", torch.float32),
                   ("avg", torch.bfloat16)):
     n, tag = 70001, f"op{op}"
@@ -293,11 +319,11 @@ comm.free(x)
 
 plain = torch.ones(1024, dtype=torch.bfloat16, device=DEV)
 try:
-    comm.all_reduce(plain)
-    check(False, "all_reduce of a tensor outside the heap raises")
+    comm.all_reduce(plain, algo="sm")  # the one-shot: the peers read the input
+    check(False, "all_reduce one-shot of a tensor outside the heap raises")
 except weft.Error as e:
     check(e.status_name == "INVALID_ARGUMENT" and "symmetric heap" in e.text,
-          f"all_reduce of a tensor outside the heap: {e.status_name}")
+          f"all_reduce one-shot of a tensor outside the heap: {e.status_name}")
 for what, f in (("a gemm whose k differs",
                  lambda: comm.gemm(plain.view(8, 128), plain.view(16, 64))),
                 ("an unknown algo", lambda: comm.all_reduce(plain, algo="fast")),
