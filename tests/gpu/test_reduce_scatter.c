@@ -123,6 +123,40 @@ int main(void) {
     if (st[0]) fails++, printf("[%d] FAIL in place: %llu wrong\n", me, st[0]);
   }
 
+  /* A sendbuf outside the heap (nsend, cuMemAlloc's) through every form that pushes it from this
+   * rank (LL, the SM pushes, the copy engines over several rounds, the ring), into recvb (also
+   * outside); the SM pulls (segments above the pushes' limit) refuse it. */
+  {
+    const size_t counts[] = {3, 4099, 300001, 1500001};
+    size_t pulls = t.comm->ops.red_push2_max / (size_t)world / 2 + 1; /* bf16 elements a segment */
+    CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
+    int before = fails;
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+      for (int a = 0; a < NALGOS; a++) {
+        size_t n = counts[i];
+        if (!algo_takes(algos[a], n * 2) || (algos[a] == WEFT_ALGO_SM && n >= pulls)) continue;
+        rt_fill(&t, (void *)(uintptr_t)nsend, n * (size_t)world, WEFT_DTYPE_BF16, me, ++call, 0, s);
+        CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)recvb, 0xFF, n * 2, s));
+        weft_status_t r = weft_reduce_scatter(t.comm, (void *)(uintptr_t)nsend, recvb, n,
+                                              WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, algos[a], s);
+        if (r != WEFT_STATUS_SUCCESS) {
+          fails++;
+          printf("[%d] FAIL %s, %zu x bf16 from a cuMemAlloc sendbuf refused: %s\n", me, anames[a],
+                 n, weft_comm_get_last_error(t.comm));
+          continue;
+        }
+        rt_check(&t, recvb, n, WEFT_DTYPE_BF16, call, (size_t)me * n, NULL, s);
+      }
+    rt_stats(&t, s, st);
+    if (st[0]) fails++, printf("[%d] FAIL a sendbuf outside the heap: %llu wrong\n", me, st[0]);
+    if (pulls * (size_t)world * 2 <= max_bytes &&
+        weft_reduce_scatter(t.comm, (void *)(uintptr_t)nsend, recvb, pulls, WEFT_DTYPE_BF16,
+                            WEFT_RED_OP_SUM, WEFT_ALGO_SM, s) != WEFT_STATUS_INVALID_ARGUMENT)
+      fails++, printf("[%d] FAIL: the SM pulls accepted a sendbuf outside the heap\n", me);
+    printf("[%d] a sendbuf outside the heap (LL, SM pushes, copy engine, ring): %s\n", me,
+           fails > before ? "FAILED" : "ok");
+  }
+
   /* The other operators, every algorithm, against float64 and NCCL's same operator; 1500001 in
    * several copy-engine rounds, 4500001 (fp32, 18 MB a segment) the SM form's pull. */
   {
