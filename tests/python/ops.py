@@ -319,7 +319,7 @@ comm.free(x)
 
 plain = torch.ones(1024, dtype=torch.bfloat16, device=DEV)
 try:
-    comm.all_reduce(plain, algo="sm")  # the one-shot: the peers read the input
+    comm.all_reduce(plain, torch.empty_like(plain), algo="sm")  # one-shot: peers read the input
     check(False, "all_reduce one-shot of a tensor outside the heap raises")
 except weft.Error as e:
     check(e.status_name == "INVALID_ARGUMENT" and "symmetric heap" in e.text,
