@@ -175,7 +175,6 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn) {
   return a < b + bn && b < a + an;
 }
 
-/* The checks both ops share; *elem gets the element size. */
 /* A buffer that peers read or write in the chosen form must lie in the symmetric heap; the forms
  * that move everything through internal symmetric areas (LL, LL128, the pushes into staging)
  * take any device memory. */
@@ -188,6 +187,7 @@ static weft_status_t red_symmetric(weft_comm_t *comm, const void *p, size_t byte
   return WEFT_STATUS_SUCCESS;
 }
 
+/* The checks both ops share; *elem gets the element size. */
 static weft_status_t red_check(weft_comm_t *comm, weft_dtype_t dtype, weft_red_op_t op, size_t *elem) {
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, dtype == WEFT_DTYPE_FP16 || dtype == WEFT_DTYPE_BF16 || dtype == WEFT_DTYPE_FP32,
