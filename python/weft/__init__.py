@@ -324,8 +324,8 @@ class Comm:
     def reduce_scatter(self, out, inp, op="sum", algo="auto", stream=None):
         """out = op over ranks of their inp[rank * n:(rank + 1) * n] (n = out.numel()), in fp32,
         rounded once; op: sum, prod, max, min or avg. inp: world * n elements, symmetric where
-        the peers read it (algo="sm" above its pushes' limit), else any tensor; out: any device
-        memory."""
+        the peers read it (the SM form above its pushes' limit, WEFT_ALLREDUCE_PUSH_BYTES /
+        world a segment, which AUTO takes there), else any tensor; out: any device memory."""
         self._same(out, inp, "reduce_scatter")
         self._numel(inp, self.world_size * out.numel(), "reduce_scatter's inp")
         self._call("weft_reduce_scatter", ctypes.c_void_p(self._ptr(inp, "inp")),
