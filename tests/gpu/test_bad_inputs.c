@@ -1,14 +1,16 @@
 /*
  * test_bad_inputs.c (GPU) — bad inputs that need a live communicator: a second init, an
  * exhausted heap, mismatched collective allocations (reported on every rank, nothing allocated,
- * the heap still usable after), device memory that is not symmetric, double free. Each must
- * return its status with a message, change nothing, and leave the communicator working.
+ * the heap still usable after), device memory that is not symmetric, double free, a module load
+ * refused inside a CUDA graph capture. Each must return its status with a message, change
+ * nothing, and leave the communicator working.
  */
 // weft-test: ranks=2,4 timeout=120
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit/jit.h"         /* weft_module_load_cubin */
 #include "runtime/loader.h" /* weft_cu: the driver table, since tests do not link libcuda */
 
 static int failures, checked;
@@ -137,6 +139,39 @@ int main(void) {
          weft_reduce_scatter(comm, a, ac + 2 * 16 * rank, 16, WEFT_DTYPE_BF16, WEFT_RED_OP_SUM, WEFT_ALGO_SM, NULL),
          WEFT_STATUS_SUCCESS);
   expect("synchronize", weft_stream_synchronize(comm, NULL), WEFT_STATUS_SUCCESS);
+
+  /* A load the driver refuses inside a CUDA graph capture (global mode, blocking stream: the
+   * strictest) returns its status and leaves the capture whole: a collective captured after it
+   * is in the graph, which replays. */
+  {
+    static const unsigned char junk[256] = {0x7f, 'E', 'L', 'F'}; /* an ELF header, nothing else */
+    CUstream cs;
+    CUgraph g = NULL;
+    CUgraphExec ge = NULL;
+    struct weft_module *m = NULL;
+    int ok = weft_cu.cuStreamCreate(&cs, CU_STREAM_DEFAULT) == CUDA_SUCCESS &&
+             weft_cu.cuStreamBeginCapture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS;
+    weft_status_t lst = weft_module_load_cubin(comm, junk, sizeof junk, "junk.cubin", &m);
+    checked++;
+    if (lst == WEFT_STATUS_SUCCESS || !*weft_comm_get_last_error(comm))
+      failures++, printf("[%d] FAIL a refused cubin inside a capture: %s\n", rank,
+                         weft_get_error_string(lst));
+    else if (rank == 0)
+      printf("[%d] ok   a refused cubin inside a capture: %s (%.80s)\n", rank,
+             weft_get_error_string(lst), weft_comm_get_last_error(comm));
+    expect("allreduce captured after it",
+           weft_allreduce(comm, a, a, 16, WEFT_DTYPE_FP32, WEFT_RED_OP_SUM, WEFT_ALGO_AUTO, cs),
+           WEFT_STATUS_SUCCESS);
+    ok = ok && weft_cu.cuStreamEndCapture(cs, &g) == CUDA_SUCCESS &&
+         weft_cu.cuGraphInstantiateWithFlags(&ge, g, 0) == CUDA_SUCCESS &&
+         weft_cu.cuGraphLaunch(ge, cs) == CUDA_SUCCESS;
+    checked++;
+    if (!ok) failures++, printf("[%d] FAIL the capture did not end whole, or its graph did not launch\n", rank);
+    expect("the graph's replay", weft_stream_synchronize(comm, cs), WEFT_STATUS_SUCCESS);
+    if (ge) weft_cu.cuGraphExecDestroy(ge);
+    if (g) weft_cu.cuGraphDestroy(g);
+    weft_cu.cuStreamDestroy(cs);
+  }
 
   /* The communicator still works: a stream barrier and a put with signal round the ring. */
   uint64_t *sig;
