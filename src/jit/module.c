@@ -42,9 +42,10 @@ static weft_status_t load_and_fill(weft_comm_t *comm, struct weft_module *m, con
   if (lr == CUDA_ERROR_NO_BINARY_FOR_GPU || lr == CUDA_ERROR_INVALID_IMAGE)
     /* The usual cause: a cubin for sm_90a on a GPU of another generation. */
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
-                    "module %s: this GPU cannot run its cubin (compiled for another architecture? "
-                    "the default is " WEFT_JIT_DEFAULT_ARCH ")",
-                    m->name);
+                    "module %s: this GPU cannot run its cubin (%s: compiled for another "
+                    "architecture? the default is " WEFT_JIT_DEFAULT_ARCH ")",
+                    m->name,
+                    lr == CUDA_ERROR_NO_BINARY_FOR_GPU ? "no code for this GPU" : "an invalid image");
   if (lr != CUDA_SUCCESS) return weft_cu_error(comm, lr, "cuModuleLoadData", __FILE__, __LINE__);
 
   CUdeviceptr state = 0;
