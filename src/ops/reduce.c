@@ -334,8 +334,8 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const weft_red_kernels_t 
     int sent = r > 0, next = 1;
     void *sargs[] = {&sent, &next};
     WEFT_CHECK(weft_kernel_launch(k->ce_step, &step, sargs, o->side));
-    for (int k = 1; k < world; k++) {
-      int q = (me + k) % world;
+    for (int j = 1; j < world; j++) {
+      int q = (me + j) % world;
       const char *src = send + ((size_t)q * recvcount + off) * elem;
       CUdeviceptr dst = weft_heap_peer(&comm->heap, stage + (size_t)me * slot + ((uintptr_t)src & 15), q);
       WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
@@ -403,6 +403,8 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, algo != WEFT_ALGO_LL || seg <= ll_max,
            "WEFT_ALGO_LL takes at most %zu bytes per segment at %d ranks, not %zu", ll_max,
            comm->local_world, seg);
+  if (algo == WEFT_ALGO_SM && !push)
+    WEFT_CHECK(red_symmetric(comm, sendbuf, total, "sendbuf", "the SM form above its pushes' limit"));
   WEFT_CHECK(weft_comm_make_current(comm));
   const weft_red_kernels_t *k;
   WEFT_CHECK(red_kernels(comm, op, &k));
@@ -414,7 +416,6 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   if (push)
     return red_push2(comm, k, send, recv, recvcount * (size_t)comm->local_world, recvcount, elem,
                      dtype, 0, s);
-  WEFT_CHECK(red_symmetric(comm, sendbuf, total, "sendbuf", "the SM form above its pushes' limit"));
   return red_pull(comm, k, send + (size_t)comm->local_rank * seg, recv, recvcount, elem, dtype, 0, s);
 }
 
@@ -456,22 +457,26 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   WEFT_ARG(comm, algo != WEFT_ALGO_SM || !in_place,
            "WEFT_ALGO_SM (one-shot) cannot run in place: peers read sendbuf while recvbuf is "
            "written (use two-shot or LL)");
+  /* Above the LL128 lines the two-shot stores its sums into every rank's recvbuf (the pushes,
+   * then the pulls), and the pulls (and the one-shot) read every rank's sendbuf. */
+  int peers_store = algo == WEFT_ALGO_TWO_SHOT && bytes > comm->ops.red_ll128_max;
+  int peers_read = algo == WEFT_ALGO_SM || (peers_store && bytes > comm->ops.red_push2_max);
+  if (peers_store)
+    WEFT_CHECK(red_symmetric(comm, recvbuf, bytes, "recvbuf",
+                             "the two-shot above WEFT_ALLREDUCE_LL128_BYTES"));
+  if (peers_read)
+    WEFT_CHECK(red_symmetric(comm, sendbuf, bytes, "sendbuf",
+                             algo == WEFT_ALGO_SM ? "the SM one-shot"
+                                                  : "the two-shot above WEFT_ALLREDUCE_PUSH_BYTES"));
   WEFT_CHECK(weft_comm_make_current(comm));
   const weft_red_kernels_t *k;
   WEFT_CHECK(red_kernels(comm, op, &k));
   CUstream s = (CUstream)stream;
-  if (algo == WEFT_ALGO_SM) {
-    WEFT_CHECK(red_symmetric(comm, sendbuf, bytes, "sendbuf", "the SM one-shot"));
-    return red_pull(comm, k, send, recv, count, elem, dtype, 0, s);
-  }
+  if (algo == WEFT_ALGO_SM) return red_pull(comm, k, send, recv, count, elem, dtype, 0, s);
   if (algo == WEFT_ALGO_TWO_SHOT) {
     size_t per = red_two_shot_per(comm, count);
-    if (bytes <= comm->ops.red_ll128_max) return red_ll128(comm, k, send, recv, count, per, elem, dtype, s);
-    WEFT_CHECK(red_symmetric(comm, recvbuf, bytes, "recvbuf",
-                             "the two-shot above WEFT_ALLREDUCE_LL128_BYTES"));
-    if (bytes <= comm->ops.red_push2_max) return red_push2(comm, k, send, recv, count, per, elem, dtype, 1, s);
-    WEFT_CHECK(red_symmetric(comm, sendbuf, bytes, "sendbuf",
-                             "the two-shot above WEFT_ALLREDUCE_PUSH_BYTES"));
+    if (!peers_store) return red_ll128(comm, k, send, recv, count, per, elem, dtype, s);
+    if (!peers_read) return red_push2(comm, k, send, recv, count, per, elem, dtype, 1, s);
     size_t lo = per * (size_t)comm->local_rank;
     if (lo > count) lo = count;
     size_t n = count - lo < per ? count - lo : per;
