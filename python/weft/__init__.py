@@ -258,19 +258,18 @@ class Comm:
         rank grows it at the same call. Not inside a CUDA graph capture (a collective allocation,
         and the old buffer freed under work the graph holds): make the call once before."""
         t = self._scratch.get(name)
-        if (t is None or t.numel() < nbytes) and torch.cuda.is_current_stream_capturing():
+        if t is not None and t.numel() >= nbytes:
+            return t
+        if torch.cuda.is_current_stream_capturing():
             raise Error("Comm", INVALID_USAGE,
                         f"invalid usage: the ops' {name} buffer must grow to {nbytes} bytes, a "
                         "collective allocation that a CUDA graph capture cannot hold: make this "
                         "call once before the capture")
-        t = self._scratch.pop(name, None)
-        if t is not None and t.numel() < nbytes:
+        if t is not None:
             torch.cuda.synchronize(self.device)  # earlier calls on any stream may still use it
+            del self._scratch[name]
             self.free(t)
-            t = None
-        if t is None:
-            t = self.empty((nbytes,), torch.uint8)
-        self._scratch[name] = t
+        t = self._scratch[name] = self.empty((nbytes,), torch.uint8)
         return t
 
     # -- arguments -----------------------------------------------------------------------------
