@@ -2,6 +2,10 @@
 # SKIP_RETURN_CODE 77. The source's "weft-test:" line gives ranks= and timeout= (see
 # tests/CMakeLists.txt). Programs link the static library so that they reach internals.
 set(WEFT_TEST_EXTRA_RANKS "8" CACHE STRING "World sizes every multi-rank GPU test also runs at")
+# Every GPU test's environment: NVLink multicast off in NCCL, NVSHMEM and torch (DESIGN.md, Safety).
+set(WEFT_GPU_TEST_ENV "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+# The Python tests' and tutorials': the package of this tree over this build's library.
+set(WEFT_PYTHON_TEST_ENV "PYTHONPATH=${PROJECT_SOURCE_DIR}/python;WEFT_LIBRARY=$<TARGET_FILE:weft>")
 
 function(weft_add_test src kind)
   get_filename_component(name ${src} NAME_WE)
@@ -41,13 +45,13 @@ function(weft_add_test src kind)
     add_test(NAME ${target} COMMAND ${target} $<TARGET_FILE:weftrun>)
     set_tests_properties(${target} PROPERTIES TIMEOUT ${timeout} LABELS gpu SKIP_RETURN_CODE 77
       RUN_SERIAL TRUE
-      ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+      ENVIRONMENT "${WEFT_GPU_TEST_ENV}")
   else()
     foreach(n IN LISTS ranks)
       add_test(NAME ${target}_np${n} COMMAND $<TARGET_FILE:weftrun> -n ${n} $<TARGET_FILE:${target}>)
       set_tests_properties(${target}_np${n} PROPERTIES TIMEOUT ${timeout} LABELS gpu
         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
-        ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+        ENVIRONMENT "${WEFT_GPU_TEST_ENV}")
     endforeach()
   endif()
 endfunction()
