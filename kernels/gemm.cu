@@ -97,6 +97,28 @@
  *                        chunk, sum the world partials in rank order and store the sums into
  *                        every rank's C (ar_c, param 36), off the consumers' path: for tiles
  *                        longer than the summers' ~90 us a sub-tile (gemm_rs.c chooses by k).
+ *   WEFT_GEMM_AR_COLS    [0] 1 (with AR_OWN; BM=128, CLUSTER_M 1, one tile row: M <= 128; no
+ *                        SUMMERS, TAIL or ORDER_TABLE): GEMM + AllReduce's two-shot epilogue for
+ *                        small M, the whole AllReduce inside the GEMM. The segments are tile
+ *                        columns: rank q owns columns [q * S, (q + 1) * S) of the tiles_n, S =
+ *                        ceil(tiles_n / ll_world). The order runs over the tile columns from
+ *                        column order_rotate_m on (the rank's own segment last). A tile of
+ *                        another rank's segment stores its partial through tm_c (3-D {S * BN,
+ *                        M, ranks}, rank stride peer_stride, based at rank 0's copy of this
+ *                        rank's staging slot: coordinates (column - q * S * BN, row, q)) and
+ *                        adds its sub-tile count (release.sys) to owner q's arrival word of the
+ *                        tile column, notify_counters[tn] + q * peer_stride bytes (rank 0's copy
+ *                        of the words). An own tile waits until its word (ar_flags[tn], this
+ *                        rank's) counts every peer's sub-tiles, adds the peers' partials (slot p
+ *                        of ar_staging at p * ar_slot: 128 rows of S * BN elements, C's dtype)
+ *                        to its fp32 accumulators in rank order, and its storer stores the sums
+ *                        into every rank's C (tm_c_all), zeroes the word and adds 1 (release.sys)
+ *                        to every rank's done word ar_flags[tiles_n]. CTA 0's producer thread
+ *                        waits for the done word to count tiles_n (every column's sums in this
+ *                        rank's C), then zeroes it: the call ends with C complete, and every
+ *                        word is 0 again for the next call. No wait can cycle: every tile waited
+ *                        for is another rank's non-own tile, which waits for nothing and comes
+ *                        before its CTA's own tiles. ar_row0, ar_rows, ar_chunk_rows unused
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -332,6 +354,13 @@
 #endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
+#endif
+#ifndef WEFT_GEMM_AR_COLS
+#define WEFT_GEMM_AR_COLS 0
+#endif
+#if WEFT_GEMM_AR_COLS && (!WEFT_GEMM_AR_OWN || WEFT_GEMM_AR_SUMMERS || WEFT_GEMM_BM != 128 || \
+                          WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_TAIL || WEFT_GEMM_ORDER_TABLE)
+#error "WEFT_GEMM_AR_COLS is AR_OWN's form for one row of unclustered 128-row tiles, without SUMMERS, TAIL or ORDER_TABLE"
 #endif
 #if WEFT_GEMM_AR_OWN && (WEFT_GEMM_SPLITK || WEFT_GEMM_SCATTER || !WEFT_GEMM_HOOK_NOTIFY || \
                          !WEFT_GEMM_NOTIFY_SYS || WEFT_GEMM_OUT == 2)
@@ -1069,6 +1098,12 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   ctm = code / tiles_n;
   tn = code - ctm * tiles_n;
   (void)rotate_m;
+#elif WEFT_GEMM_AR_COLS
+  /* one tile row; the columns from rotate_m on */
+  (void)order_table;
+  ctm = 0;
+  tn = mn + rotate_m;
+  if (tn >= tiles_n) tn -= tiles_n;
 #else
   (void)order_table;
   int tiles_m = (M + WEFT_GEMM_BM - 1) / WEFT_GEMM_BM;
@@ -1141,18 +1176,24 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
 #endif
 
 #if WEFT_GEMM_AR_OWN
+/* Until *word counts `need`; at the deadline the report (tile, signal index) and a trap. */
+__device__ __forceinline__ void weft_gemm_ar_wait_word(const u64 *word, u64 need, u64 timeout_ns,
+                                                       weft_device_error_t *error, int tile,
+                                                       int index) {
+  u64 got;
+  if (weft_gemm_wait_signal(word, need, timeout_ns, &got)) {
+    weft_gemm_report_timeout(error, tile, index, need, got);
+    asm volatile("trap;");
+  }
+}
+
 /* Until every peer's arrival flag (flags[q], q != me) counts `need` chunks of the own segment
- * landed; at the deadline the report (tile: `tile`, signal: the peer) and a trap. */
+ * landed (the report's signal: the peer). */
 __device__ __forceinline__ void weft_gemm_ar_wait_peers(const u64 *flags, int me, int world,
                                                         int need, u64 timeout_ns,
                                                         weft_device_error_t *error, int tile) {
-  for (int q = 0; q < world; q++) {
-    u64 got;
-    if (q != me && weft_gemm_wait_signal(flags + q, (u64)need, timeout_ns, &got)) {
-      weft_gemm_report_timeout(error, tile, q, (u64)need, got);
-      asm volatile("trap;");
-    }
-  }
+  for (int q = 0; q < world; q++)
+    if (q != me) weft_gemm_ar_wait_word(flags + q, (u64)need, timeout_ns, error, tile, q);
 }
 
 /* The rank after q of world (the AllGather stores go to the next rank first, as the
@@ -1160,6 +1201,29 @@ __device__ __forceinline__ void weft_gemm_ar_wait_peers(const u64 *flags, int me
 __device__ __forceinline__ int weft_gemm_next_rank(int q, int world) {
   return q + 1 == world ? 0 : q + 1;
 }
+
+#if WEFT_GEMM_AR_COLS
+/* AR_COLS, the release of a stored tile of column tn (words0: rank 0's copy of the words, the
+ * ranks' copies peer_stride bytes apart; mine: this rank's): a partial stored into owner q's
+ * staging adds its `subtiles` to q's arrival word; an own tile's sums, stored into every rank's
+ * C, zero the arrival word (every peer's partial was added) and count on every rank's done word
+ * (tiles_n), the next rank first, behind one memory barrier. */
+__device__ __forceinline__ void weft_gemm_ar_cols_release(u64 *words0, const u64 *mine,
+                                                          long long peer_stride, int tn,
+                                                          int tiles_n, int q, int me, int world,
+                                                          u64 subtiles) {
+  if (q != me) {
+    weft_gemm_notify((u64 *)((char *)words0 + q * peer_stride) + tn, subtiles);
+    return;
+  }
+  *(volatile u64 *)(mine + tn) = 0;
+  weft_gemm_notify_fence();
+  for (int i = 1; i <= world; i++) {
+    q = q + 1 == world ? 0 : q + 1;
+    weft_gemm_notify_relaxed((u64 *)((char *)words0 + q * peer_stride) + tiles_n, 1);
+  }
+}
+#endif
 
 /* two elements of C's type (a 32-bit word, low first) into fp32 *lo, *hi (+=) */
 __device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
@@ -1175,19 +1239,20 @@ __device__ __forceinline__ void weft_gemm_ar_acc2(float *lo, float *hi, u32 w) {
 }
 
 /* AR_OWN: d (this thread's fragment of a 64 x WG_N warpgroup block whose fragment row 0 is
- * segment row r0 and column 0 is col0; see the fragment layout in the consumer) += every peer's
+ * staged row r0 and column 0 staged column col0, of rows of ld elements; columns from `cols` on
+ * are past C; see the fragment layout in the consumer) += every peer's
  * partial of the same elements, ranks in order, so that the sum has the same bits on every
  * rank that stores it. One peer at a time, 8 column groups' loads (16 registers) in flight beside
  * the 128 accumulators of a 256-column block: more spill, and 3 peers x 8 in flight were no
  * faster (bench/results/2026-11-26r-stop30.md section 3); .cg (past L1): the copies land during
  * the kernel. */
 __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, u64 slot, int me,
-                                                 int world, int r0, int col0, int N) {
+                                                 int world, int r0, int col0, int ld, int cols) {
 #pragma unroll 1
   for (int p = 0; p < world; p++) {
     if (p == me) continue;
-    const char *base = staging + (u64)p * slot + ((u64)r0 * N + col0) * 2;
-    const u64 down = (u64)8 * N * 2; /* h = 1: 8 rows on */
+    const char *base = staging + (u64)p * slot + ((u64)r0 * ld + col0) * 2;
+    const u64 down = (u64)8 * ld * 2; /* h = 1: 8 rows on */
 #pragma unroll
     for (int j0 = 0; j0 < WEFT_GEMM_NV; j0 += 8) {
       u32 x[16];
@@ -1195,7 +1260,7 @@ __device__ __forceinline__ void weft_gemm_ar_add(float *d, const char *staging, 
       for (int i = 0; i < 16; i++) {
         const int j = j0 + i / 2;
         x[i] = 0u;
-        if (j < WEFT_GEMM_NV && col0 + 8 * j < N)
+        if (j < WEFT_GEMM_NV && col0 + 8 * j < cols)
           asm("ld.global.cg.b32 %0, [%1];" : "=r"(x[i]) : "l"(base + 16 * j + (i & 1 ? down : 0)));
       }
 #pragma unroll
@@ -1349,8 +1414,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   /* A_OWN: whether a tile's rows (from m0) come from tm_a_own */
 #define WEFT_GEMM_IS_OWN(m0) \
   (WEFT_GEMM_A_OWN && (m0) >= a_own_row0 && (m0) + WEFT_GEMM_BM <= a_own_row0 + a_own_rows)
-/* AR_OWN: whether a tile (any of its rows: the segment is whole cluster tiles) is the rank's own */
-#define WEFT_GEMM_AR_IS_OWN(row) (WEFT_GEMM_AR_OWN && (row) >= ar_row0 && (row) < ar_row0 + ar_rows)
+/* AR_OWN: whether a tile (any of its rows: the segment is whole cluster tiles; AR_COLS: its
+ * column n0's owner) is the rank's own */
+#if WEFT_GEMM_AR_COLS
+#define WEFT_GEMM_AR_OWNER(n0) ((n0) / WEFT_GEMM_BN / ar_seg_tiles)
+#define WEFT_GEMM_AR_IS_OWN(row, n0) (WEFT_GEMM_AR_OWNER(n0) == ll_rank)
+  /* the tile columns of a rank's segment, and the sub-tiles every tile stores */
+  const int ar_seg_tiles = (tiles_n + ll_world - 1) / ll_world;
+  const u64 ar_subtiles = M > 64 ? 2 : 1;
+  (void)ar_row0;
+  (void)ar_rows;
+  (void)ar_chunk_rows;
+#else
+#define WEFT_GEMM_AR_IS_OWN(row, n0) \
+  (WEFT_GEMM_AR_OWN && (row) >= ar_row0 && (row) < ar_row0 + ar_rows)
+#endif
 /* AR_OWN: the chunks of the own segment whose peers' copies an own row needs landed (chunk c is
  * there once the flags count above c) */
 #define WEFT_GEMM_AR_CHUNKS(row) (((row) - ar_row0) / ar_chunk_rows + 1)
@@ -1546,6 +1624,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
       }
 #endif
+#if WEFT_GEMM_AR_COLS
+      /* the call ends once every tile column's sums are in this rank's C (the done word counts
+       * them; the report names the word: tile and signal tiles_n); zeroed for the next call,
+       * whose counts come only after this grid has ended (a peer's sums wait for this rank's
+       * partials) */
+      if (blockIdx.x == 0) {
+        weft_gemm_ar_wait_word(ar_flags + tiles_n, (u64)tiles_n, timeout_ns, error, tiles_n, tiles_n);
+        *(volatile u64 *)(ar_flags + tiles_n) = 0;
+      }
+#endif
     }
 #if WEFT_GEMM_HOOK_WAIT
     /* The wait's signal reads are made one tile ahead by thread 96 (warp 3, otherwise idle), not
@@ -1636,15 +1724,23 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col,
                                    row - (q * notify_rows_per_counter & ~63), q);
 #elif WEFT_GEMM_AR_OWN
-            if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) /* for the summers */
+            if (WEFT_GEMM_AR_IS_OWN(row, w.n0) && !WEFT_GEMM_AR_LATE(p)) /* for the summers */
               weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, ll_rank);
-            else if (WEFT_GEMM_AR_IS_OWN(row)) /* the sums, into every rank's C */
+            else if (WEFT_GEMM_AR_IS_OWN(row, w.n0)) /* the sums, into every rank's C */
               for (int i = 1, q = ll_rank; i <= ll_world; i++) { /* the next rank first */
                 q = weft_gemm_next_rank(q, ll_world);
                 weft_gemm_tma_store3(&tm_c_all, stg + bi * 8192, col, row, q);
               }
             else
+#if WEFT_GEMM_AR_COLS
+            { /* into the owner's staging (slot ll_rank), at its segment's columns */
+              const int q = WEFT_GEMM_AR_OWNER(w.n0);
+              weft_gemm_tma_store3(&tm_c, stg + bi * 8192, col - q * ar_seg_tiles * WEFT_GEMM_BN,
+                                   row, q);
+            }
+#else
               weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
+#endif
 #else
             weft_gemm_tma_store(&tm_c, stg + bi * 8192, col, row);
 #endif
@@ -1658,7 +1754,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         weft_gemm_bulk_wait0();
         asm volatile("fence.proxy.async.global;" ::: "memory");
 #if WEFT_GEMM_SUMMERS
-        if (WEFT_GEMM_AR_IS_OWN(row) && !WEFT_GEMM_AR_LATE(p)) { /* to the summers, once they
+        if (WEFT_GEMM_AR_IS_OWN(row, w.n0) && !WEFT_GEMM_AR_LATE(p)) { /* to the summers, once they
                                                                    took the previous one */
           if (sum_seq > 0) weft_gemm_mbar_wait(sum_free, (sum_seq - 1) & 1);
           weft_gemm_st_shared_u32(sum_box, (u32)row);
@@ -1682,6 +1778,17 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           pair_seq++;
           continue;
         }
+#if WEFT_GEMM_AR_COLS
+        if (cw == 1) weft_gemm_mbar_wait(aux + 32, pair_seq & 1);
+        weft_gemm_ar_cols_release(notify_counters, ar_flags, peer_stride, w.n0 / WEFT_GEMM_BN,
+                                  tiles_n, WEFT_GEMM_AR_OWNER(w.n0), ll_rank, ll_world,
+                                  (u64)(1 + cw));
+        if (cw == 1) {
+          weft_gemm_mbar_arrive(aux + 40);
+          pair_seq++;
+        }
+        continue;
+#endif
         u64 *mine = notify_counters + row / notify_rows_per_counter;
         if (cw == 0) {
           weft_gemm_notify(mine, 1);
@@ -1748,7 +1855,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int row_off = WEFT_GEMM_BM == 128 ? cw * 64 : 0;
     const int col_off = WEFT_GEMM_BM == 128 ? 0 : cw * WEFT_GEMM_WG_N;
     float d[WEFT_GEMM_WG_N / 2];
-#if WEFT_GEMM_AR_OWN
+#if WEFT_GEMM_AR_OWN && !WEFT_GEMM_AR_COLS
     int ar_seen = 0; /* AR_OWN: the segment's chunks seen landed from every peer */
 #endif
 #if WEFT_GEMM_STORERS
@@ -2014,7 +2121,18 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int exists = w.m0 + row_off < M && w.n0 + col_off < N;
         const int store = exists && last;
 #if WEFT_GEMM_AR_OWN
-        if (store && WEFT_GEMM_AR_IS_OWN(w.m0) && WEFT_GEMM_AR_LATE(p)) {
+        if (store && WEFT_GEMM_AR_IS_OWN(w.m0, w.n0) && WEFT_GEMM_AR_LATE(p)) {
+#if WEFT_GEMM_AR_COLS
+          /* every peer's partial of the tile, once stored into this rank's staging */
+          if (wtid == 0)
+            weft_gemm_ar_wait_word(ar_flags + w.n0 / WEFT_GEMM_BN, (u64)(ll_world - 1) * ar_subtiles,
+                                   timeout_ns, error, w.tile, w.n0 / WEFT_GEMM_BN);
+          weft_gemm_named_sync(2 + cw, 128); /* thread 0 acquired: the partials are visible */
+          const int seg0 = ll_rank * ar_seg_tiles * WEFT_GEMM_BN;
+          weft_gemm_ar_add(d, ar_staging, ar_slot, ll_rank, ll_world, row_off + 16 * warp + lane / 4,
+                           w.n0 + col_off + 2 * (lane & 3) - seg0, ar_seg_tiles * WEFT_GEMM_BN,
+                           N - seg0);
+#else
           /* the own segment (see WEFT_GEMM_AR_OWN): the peers' partials of the tile's chunk,
            * once copied (the flags count chunks landed, in order: a wait per new chunk) */
           const int need = WEFT_GEMM_AR_CHUNKS(w.m0);
@@ -2026,7 +2144,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
           weft_gemm_ar_add(d, ar_staging, ar_slot, ll_rank, ll_world,
                            w.m0 + row_off + 16 * warp + lane / 4 - ar_row0,
-                           w.n0 + col_off + 2 * (lane & 3), N);
+                           w.n0 + col_off + 2 * (lane & 3), N, N);
+#endif
         }
 #endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_STORERS

@@ -47,7 +47,7 @@
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
   int in, out, b_kmajor, a_mn_major, b_once, table, wait, a_own, notify, notify_sys, scatter, ll,
-      ar_own, ar_summers;
+      ar_own, ar_summers, ar_cols;
 } gemm_key_t;
 
 struct weft_gemm_kernel {
@@ -519,6 +519,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->ll_area) GEMM_DEFINE("LL", 1);
   if (h && h->ar_staging) GEMM_DEFINE("AR_OWN", 1);
   if (h && h->ar_staging && h->ar_summers) GEMM_DEFINE("AR_SUMMERS", 1);
+  if (h && h->ar_staging && h->ar_cols) GEMM_DEFINE("AR_COLS", 1);
   if (b_read_once(p, c)) GEMM_DEFINE("B_EVICT_FIRST", 1);
   if (c->swap_ab) GEMM_DEFINE("C_T", 1);
 #undef GEMM_DEFINE
@@ -545,6 +546,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->ll = h->ll_area != NULL;
     k->ar_own = h->ar_staging != NULL;
     k->ar_summers = k->ar_own && h->ar_summers;
+    k->ar_cols = k->ar_own && h->ar_cols;
   }
 }
 
@@ -785,8 +787,16 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the LL epilogue needs a split-K configuration, no other hook and C "
                     "contiguous with rows of a multiple of 8 bytes (n %d, ldc %lld)", p->n, p->ldc);
   if (ll) peer_stride = (long long)comm->heap.stride; /* (param 20: the LL copies' distance) */
-  int ar = h && h->ar_staging, ctile = cfg->bm * cfg->cluster;
-  if (ar && (!h->notify_counters || !h->notify_sys || h->scatter_stride || cfg->splitk ||
+  int ar = h && h->ar_staging, ctile = cfg->bm * cfg->cluster, ar_cols = ar && h->ar_cols;
+  if (ar_cols && (!h->notify_counters || !h->notify_sys || h->scatter_stride || h->order_table ||
+                  h->ar_summers || cfg->splitk || tail_split(cfg) || cfg->bm != 128 ||
+                  cfg->cluster != 1 || p->m > 128 || p->out == WEFT_DTYPE_FP32 || !h->ar_c ||
+                  h->rotate_m < 0 || h->rotate_m >= (p->n + cfg->bn - 1) / cfg->bn))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the two-shot epilogue needs .sys notifies, one row of unclustered "
+                    "128-row tiles with TMA stores (m %d, BM=%d, cluster %d, split-K %d), 16-bit "
+                    "C and a first tile column within n", p->m, cfg->bm, cfg->cluster, cfg->splitk);
+  if (ar && !ar_cols && (!h->notify_counters || !h->notify_sys || h->scatter_stride || cfg->splitk ||
              p->out == WEFT_DTYPE_FP32 || !h->ar_c || h->ar_row0 % ctile || h->ar_rows % ctile ||
              h->ar_rows < 1 || h->ar_row0 + h->ar_rows > p->m || h->ar_chunk_rows < 1 ||
              h->ar_chunk_rows % ctile))
@@ -843,6 +853,12 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
     tcall = ta; /* unused */
   if (cfg->splitk) {
     tc = ta; /* unused */
+  } else if (ar_cols) { /* this rank's slot of every rank's staging, based at rank 0's */
+    WEFT_CHECK(encode(comm, &tc, (void *)(uintptr_t)weft_heap_peer(&comm->heap, c, 0), p->out,
+                      (uint64_t)weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world),
+                      (uint64_t)p->m, weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world),
+                      (uint32_t)(128 / out_size(p->out)), 64, comm->local_world,
+                      (long long)comm->heap.stride));
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
                       p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));

@@ -91,6 +91,14 @@ typedef struct weft_gemm_hooks {
   /* with ar_staging: those rows' sums made by the storer warps' idle lanes rather than the
    * consumers (kernels/gemm.cu, WEFT_GEMM_AR_SUMMERS), except in the grid's last round */
   int ar_summers;
+  /* with ar_staging: the two-shot epilogue of small m instead (kernels/gemm.cu, WEFT_GEMM_AR_COLS;
+   * one row of unclustered 128-row tiles, no split, no split tail): the segments are the ranks'
+   * shares of the tile columns, rotate_m the first tile column of the order (the one after the
+   * rank's segment); c is this rank's staging slot (ar_staging + rank * ar_slot, 128 rows of
+   * weft_gemm_ar_cols_width elements); notify_counters rank 0's copy of the symmetric words
+   * (tiles_n arrival words, then the done word, all 0 between calls), ar_flags this rank's;
+   * ar_row0, ar_rows and ar_chunk_rows are not used */
+  int ar_cols;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
@@ -166,6 +174,12 @@ size_t weft_gemm_smem_bytes(const weft_gemm_config_t *cfg);
  * *splits (1 with none). */
 int weft_gemm_tail(const weft_gemm_problem_t *p, const weft_gemm_config_t *cfg, int clusters,
                    size_t ws_floats, int ws_counters, int *splits);
+
+/* The columns of a rank's segment in the two-shot epilogue (weft_gemm_hooks_t.ar_cols): whole
+ * tiles of bn columns, the ranks' shares of the tile columns rounded up. */
+static inline int weft_gemm_ar_cols_width(int n, int bn, int world) {
+  return ((n + bn - 1) / bn + world - 1) / world * bn;
+}
 
 /* Rows of a fused-scatter slot (weft_gemm_hooks_t.scatter_stride) for segments of seg rows: the
  * 64-row blocks a segment touches, at most. */

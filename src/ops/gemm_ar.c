@@ -1,5 +1,5 @@
 /*
- * gemm_ar.c — weft_gemm_ar, GEMM + AllReduce (weft.h). Three forms:
+ * gemm_ar.c — weft_gemm_ar, GEMM + AllReduce (weft.h). The forms:
  *   SM: the GEMM on most SMs writes its partial product into the workspace and counts each
  *     block of stored rows; kernels/gemm_ar.cu on the others (weft_ops_comm_sms) all-reduces each
  *     row block as soon as every rank has stored it, two-shot (each rank reduces 1/world of the
@@ -14,7 +14,17 @@
  *     that form cannot take the GEMM (split-K), the sequential form.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
  *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
- *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
+ *   two-shot epilogue (AUTO's for small m where it takes the shape: one row of unclustered 128-row
+    tiles, unsplit, 16-bit C): the whole AllReduce inside the GEMM's epilogue (kernels/gemm.cu,
+    WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the tile columns; a tile of another rank's
+    share is stored into that rank's staging slot of this rank and counted on its arrival word;
+    an own tile (the rank's share comes last in its order) waits for its peers' partials, adds
+    them to its fp32 accumulators and stores the sums into every rank's c; the kernel ends when
+    every column's sums have landed here. One launch: no barrier, no handshake kernel, no second
+    pass over c, and every word it counts on is zero again at its end. A decode GEMM's tiles all
+    end together, so what this saves is the sequential form's AllReduce kernel around the same
+    two-shot traffic: its launch, its read of the partial product, its LL128 lines.
+  LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
  *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
  *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
  *     C. Not AUTO's: on two H100s (2026-11-25) it ran at the sequential form's time on the
@@ -52,6 +62,9 @@
 /* One in GEMM_AR_SCATTER_SHARE of the consumer's blocks scatter, the others reduce (with 512 KB
  * pieces, 2 beat 3 by 1-33% on the same runs: dev/overlap/NOTES.md) */
 #define GEMM_AR_SCATTER_SHARE 2
+/* The two-shot epilogue's words: an arrival word per tile column, then the done word (n up to
+ * 4095 tiles of 64 columns) */
+#define GEMM_AR_WORDS 4096
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -64,6 +77,7 @@ weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   CUdeviceptr ctr;
   WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_AR_COUNTERS * sizeof(uint64_t)));
   o->gemm_ar_ctr = (uint64_t *)(uintptr_t)ctr;
+  WEFT_CHECK(weft_malloc(comm, GEMM_AR_WORDS * sizeof(uint64_t), (void **)&o->gemm_ar_words));
   return weft_malloc(comm, GEMM_AR_ITEMS * sizeof(uint64_t), (void **)&o->gemm_ar_arrivals);
 }
 
@@ -104,9 +118,20 @@ static gemm_ar_layout_t gemm_ar_layout(int world, int m, int n, size_t es) {
   return l;
 }
 
+/* The two-shot epilogue's staging slot for tiles bn wide: 128 rows of a segment's columns. */
+static size_t gemm_ar_cols_slot(int world, int n, int bn, size_t es) {
+  return ((size_t)128 * (size_t)weft_gemm_ar_cols_width(n, bn, world) * es + 15) & ~(size_t)15;
+}
+
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
-  gemm_ar_layout_t l = gemm_ar_layout(world, m, n, weft_dtype_size(out));
-  return l.partial_bytes + (size_t)world * l.slot_bytes;
+  size_t es = weft_dtype_size(out);
+  gemm_ar_layout_t l = gemm_ar_layout(world, m, n, es);
+  size_t bytes = l.partial_bytes + (size_t)world * l.slot_bytes;
+  /* the two-shot epilogue's slots (its tiles are 64 or 128 columns wide: gemm_ar_cols_takes) */
+  for (int bn = 64; m <= 128 && bn <= 128; bn *= 2)
+    if ((size_t)world * gemm_ar_cols_slot(world, n, bn, es) > bytes)
+      bytes = (size_t)world * gemm_ar_cols_slot(world, n, bn, es);
+  return bytes;
 }
 
 /* The SM form (file comment). */
@@ -158,6 +183,35 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join(comm, stream);
 }
 
+/* Whether the two-shot epilogue form takes p, and its GEMM configuration (the plan's). */
+static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                              const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
+  weft_ops_gemm_config(comm, p, plan, cfg);
+  return comm->local_world > 1 && p->m <= 128 && p->out != WEFT_DTYPE_FP32 && cfg->bm == 128 &&
+         (cfg->bn == 64 || cfg->bn == 128) && cfg->cluster == 1 && !cfg->splitk &&
+         cfg->tail_splits <= 1 && (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS;
+}
+
+/* The two-shot epilogue form (file comment). */
+static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                  const weft_gemm_config_t *cfg, const void *a, const void *b,
+                                  void *c, char *ws, CUstream stream) {
+  weft_ops_t *o = &comm->ops;
+  int me = comm->local_rank, world = comm->local_world;
+  int tiles_n = (p->n + cfg->bn - 1) / cfg->bn, seg = (tiles_n + world - 1) / world;
+  size_t slot = gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out));
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* the order: the columns after this rank's share first, its own last */
+  h.rotate_m = (me + 1) * seg < tiles_n ? (me + 1) * seg : 0;
+  h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_ar_words, 0);
+  h.notify_rows = p->m;
+  h.notify_sys = 1;
+  h.ar_staging = ws, h.ar_slot = slot, h.ar_flags = o->gemm_ar_words, h.ar_c = c;
+  h.ar_cols = 1;
+  return weft_gemm_launch(comm, p, cfg, &h, a, b, ws + (size_t)me * slot, stream);
+}
+
 /* Whether the LL form takes p, and its GEMM configuration: the plan's, as the LL epilogue's
  * kernel (weft_gemm_config_ll). */
 static int gemm_ar_ll_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
@@ -192,6 +246,12 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   size_t count = (size_t)p->m * (size_t)p->n;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 1, (long long)p->n * p->k);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
+  if (p->k && (plan->algo == WEFT_ALGO_TWO_SHOT || plan->algo == WEFT_ALGO_AUTO)) {
+    weft_gemm_config_t cfg;
+    if (gemm_ar_cols_takes(comm, p, plan, &cfg))
+      return gemm_ar_cols(comm, p, &cfg, a, b, c, workspace, stream);
+    if (plan->algo == WEFT_ALGO_TWO_SHOT) algo = WEFT_ALGO_SEQUENTIAL; /* a shape it does not take */
+  }
   if (p->k && plan->algo == WEFT_ALGO_LL) {
     weft_gemm_config_t cfg;
     if (gemm_ar_ll_takes(comm, p, plan, &cfg)) return gemm_ar_ll(comm, p, &cfg, a, b, c, stream);
@@ -213,9 +273,10 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
                            weft_stream_t stream) {
   weft_gemm_problem_t p;
   static const weft_algo_t all[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
-                                     WEFT_ALGO_LL};
+                                     WEFT_ALGO_LL, WEFT_ALGO_TWO_SHOT};
+  enum { NALL = sizeof all / sizeof all[0] };
   WEFT_CHECK(weft_gemm_rs_check(comm, a, lda, b, ldb, c, workspace, m, n, k, in, out, layout, algo,
-                                all, 4, 1, "gemm_ar", &p));
+                                all, NALL, 1, "gemm_ar", &p));
   if (m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   size_t bytes = (size_t)m * (size_t)n * weft_dtype_size(out);
   WEFT_ARG(comm, weft_heap_contains(&comm->heap, c, bytes),
@@ -224,13 +285,14 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
   /* The autotuner's candidates: the forms that run as themselves on this shape (the copy engine
    * needs m a multiple of the ranks, LL a shape it takes); one that fell back to the sequential
    * form would be a second trial of it. */
-  weft_algo_t cand[4];
+  weft_algo_t cand[NALL];
   int nc = 0;
-  for (int i = 0; i < 4 && comm->autotune; i++) {
+  for (int i = 0; i < NALL && comm->autotune; i++) {
     weft_ops_plan_t whole = {all[i], 0, 0};
     weft_gemm_config_t cfg;
     if (all[i] == WEFT_ALGO_COPY_ENGINE && m % comm->local_world) continue;
     if (all[i] == WEFT_ALGO_LL && !gemm_ar_ll_takes(comm, &p, &whole, &cfg)) continue;
+    if (all[i] == WEFT_ALGO_TWO_SHOT && !gemm_ar_cols_takes(comm, &p, &whole, &cfg)) continue;
     cand[nc++] = all[i];
   }
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};

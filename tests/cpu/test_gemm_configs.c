@@ -333,6 +333,17 @@ int main(void) {
   choose_hooked(&pd, &WEFT_GPU_H100_SXM, &c);
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
+  /* GEMM + AllReduce's two-shot epilogue on the decode tiles it takes (one row of unsplit
+   * 128-row tiles: 128x16384x13312 on the H200, both output types) */
+  const weft_gemm_hooks_t cols = {.notify_counters = &ctr, .notify_sys = 1, .ar_flags = &ctr,
+                                  .ar_staging = (const char *)&table, .ar_cols = 1};
+  for (int o = 0; o < 2; o++) {
+    weft_gemm_problem_t pc = {128, 16384, 13312, 13312, 13312, 16384, WEFT_DTYPE_BF16, outs[o], 1, 0};
+    choose_hooked(&pc, &WEFT_GPU_H200, &c);
+    if (c.bm != 128 || c.bn != 128 || c.splitk || c.cluster != 1)
+      fail("128x16384x13312: no longer one row of unsplit 128x128 tiles (update the test)");
+    add(&pc, &c, &cols);
+  }
   /* 64 < m <= 128 over at most 28 k-blocks: 64x64 tiles where memory is slow for the SMs (H100),
    * 128x64 tiles in 2 splits where it is fast (H200) */
   weft_gemm_problem_t pm = {128, 4096, 1376, 1376, 1376, 4096, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};

@@ -115,7 +115,8 @@ typedef struct tcase {
 
 static const char *algo_name(weft_algo_t a) {
   return a == WEFT_ALGO_AUTO ? "auto" : a == WEFT_ALGO_COPY_ENGINE ? "overlapped"
-         : a == WEFT_ALGO_SM ? "sm" : a == WEFT_ALGO_LL ? "ll" : "sequential";
+         : a == WEFT_ALGO_SM ? "sm" : a == WEFT_ALGO_LL ? "ll"
+         : a == WEFT_ALGO_TWO_SHOT ? "two_shot" : "sequential";
 }
 
 static void describe(const tcase_t *t, char *buf, size_t n) {
@@ -245,10 +246,14 @@ static void step(const tcase_t *t, const char *what) {
   fprintf(stderr, "[%d] %.3f s %s: %s\n", me, (double)weft_now_ns() / 1e9, d, what);
 }
 
-/* One case: set up, poison, call, check. ll >= 0 (GEMM + AllReduce asked for WEFT_ALGO_LL):
- * also which form ran, from the workspace, which the LL form leaves poisoned and the sequential
- * form (where LL does not take the shape) fills with the partial product. */
-static void one_form(tcase_t t, int ll) {
+/* One case: set up, poison, call, check. fused >= 0 (GEMM + AllReduce asked for WEFT_ALGO_LL or
+ * the two-shot epilogue: WEFT_ALGO_TWO_SHOT, or AUTO where it takes the shape): also whether that
+ * form ran (1) or the sequential one (0), from the workspace's first bytes: the sequential form
+ * fills them with the partial product, the LL form leaves them poisoned, and so does the two-shot
+ * one on rank 0 (its own staging slot, which only the peers' slots follow; checked there only). */
+static void one_form(tcase_t t, int fused) {
+  int ll = t.algo == WEFT_ALGO_LL;
+  if (!ll && me != 0) fused = -1;
   step(&t, "setup");
   setup(&t);
   poison(&t);
@@ -256,7 +261,7 @@ static void one_form(tcase_t t, int ll) {
   call(&t);
   step(&t, "verify");
   verify(&t, "");
-  if (ll >= 0) {
+  if (fused >= 0) {
     unsigned char w[256];
     char d[160];
     OK(weft_stream_synchronize(comm, s));
@@ -265,9 +270,10 @@ static void one_form(tcase_t t, int ll) {
     for (size_t i = 0; i < sizeof w; i++) untouched &= w[i] == 0xFF;
     describe(&t, d, sizeof d);
     cases++;
-    if (untouched != ll) failures++;
-    printf("[%d] %s %s: the %s form ran (%s expected)\n", me, untouched == ll ? "ok  " : "FAIL", d,
-           untouched ? "LL" : "sequential", ll ? "LL" : "sequential");
+    if (untouched != fused) failures++;
+    const char *form = ll ? "LL" : "two-shot";
+    printf("[%d] %s %s: the %s form ran (%s expected)\n", me, untouched == fused ? "ok  " : "FAIL",
+           d, untouched ? form : "sequential", fused ? form : "sequential");
   }
   step(&t, "teardown");
   teardown(&t);
@@ -296,14 +302,15 @@ static tcase_t random_case(int op, weft_algo_t algo, int large) {
 
 /* The three ops captured in one graph, replayed three times. */
 static void graph(void) {
-  enum { N = 7 };
+  enum { N = 8 };
   tcase_t t[N] = {make(OP_AG, 700, 520, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_AG, 512, 264, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE),
                   make(OP_RS, world * 530, 264, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_SM),
                   make(OP_AR, world * 512, 384, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE),
                   make(OP_AR, 777, 200, 128, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_SM),
-                  make(OP_AR, 64, 256, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL)};
+                  make(OP_AR, 64, 256, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL),
+                  make(OP_AR, 128, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT)};
   for (int i = 0; i < N; i++) {
     setup(&t[i]);
     poison(&t[i]);
@@ -339,6 +346,12 @@ static weft_algo_t overlapped_forms(int op, int i) {
 static weft_algo_t ll_forms(int op, int i) {
   (void)op;
   return i % 3 == 1 ? WEFT_ALGO_SEQUENTIAL : WEFT_ALGO_LL;
+}
+/* GEMM + AllReduce's two-shot epilogue, alternating with the sequential and LL forms; the last
+ * call two-shot. */
+static weft_algo_t two_shot_forms(int op, int i) {
+  (void)op;
+  return i % 3 == 2 ? WEFT_ALGO_SEQUENTIAL : i % 5 == 3 ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
 }
 
 /* 200 back-to-back calls of t in the forms form(op, i) with random stragglers (up to 300 us
@@ -490,6 +503,19 @@ int main(void) {
       one_form(make(op, 64, 333, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), 0);
       for (int i = 0; i < 4; i++) one(random_case(op, WEFT_ALGO_LL, 0));
     }
+    /* GEMM + AllReduce's two-shot epilogue (one row of unsplit 128x128 tiles: m 65-128, at
+     * least 67 tile columns): a full tile row, NK; m = 100 (the second sub-tile part-filled)
+     * with n = 9000 (the last tile column part-filled, the segments uneven), KN, fp16; AUTO's
+     * choice at m = 128; the sequential form where it does not take the shape: fp32 C, m = 64
+     * (64-row tiles), n = 8448 (66 tiles, split in k) */
+    if (op == OP_AR) {
+      one_form(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
+      one_form(make(op, 100, 9000, 1536, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_TWO_SHOT), 1);
+      one_form(make(op, 128, 12288, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO), 1);
+      one_form(make(op, 128, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32, WEFT_ALGO_TWO_SHOT), 0);
+      one_form(make(op, 64, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
+      one_form(make(op, 128, 8448, 1024, 1, WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
+    }
     /* k = 0 */
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
              WEFT_ALGO_COPY_ENGINE));
@@ -502,6 +528,8 @@ int main(void) {
                   WEFT_ALGO_COPY_ENGINE),
              overlapped_forms);
     stress(make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), ll_forms);
+    stress(make(OP_AR, 112, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT),
+           two_shot_forms);
   }
 
   printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
