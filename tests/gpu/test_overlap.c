@@ -190,6 +190,14 @@ static void poison(tcase_t *t) {
   }
 }
 
+/* Poisons every case of t[0..n) and waits for every rank's poison before any op writes: the
+ * symmetric buffers are the ops' between calls (GEMM + AllReduce's two-shot epilogue: a peer
+ * stores its partials into this rank's workspace as soon as its call starts). */
+static void poison_all(tcase_t *t, int n) {
+  for (int i = 0; i < n; i++) poison(&t[i]);
+  OK(weft_stream_barrier(comm, s));
+}
+
 static void call(tcase_t *t) {
   weft_gemm_layout_t l = t->kmaj ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN;
   if (t->op == OP_AG)
@@ -256,7 +264,7 @@ static void one_form(tcase_t t, int fused) {
   if (!ll && me != 0) fused = -1;
   step(&t, "setup");
   setup(&t);
-  poison(&t);
+  poison_all(&t, 1);
   step(&t, "call");
   call(&t);
   step(&t, "verify");
@@ -313,7 +321,7 @@ static void graph(void) {
                   make(OP_AR, 128, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT)};
   for (int i = 0; i < N; i++) {
     setup(&t[i]);
-    poison(&t[i]);
+    poison_all(&t[i], 1);
     call(&t[i]); /* compiles and loads before the capture */
     verify(&t[i], " (before capture)");
   }
@@ -324,8 +332,7 @@ static void graph(void) {
   CU(cuStreamEndCapture(s, &g));
   CU(cuGraphInstantiateWithFlags(&ge, g, 0));
   for (int rep = 0; rep < 3; rep++) {
-    for (int i = 0; i < N; i++) poison(&t[i]);
-    OK(weft_stream_barrier(comm, s)); /* every rank poisoned before any op of the graph writes */
+    poison_all(t, N);
     CU(cuGraphLaunch(ge, s));
     for (int i = 0; i < N; i++) verify(&t[i], " (graph replay)");
   }
@@ -358,7 +365,7 @@ static weft_algo_t two_shot_forms(int op, int i) {
  * before a call on some ranks), then the last result checked. */
 static void stress(tcase_t t, weft_algo_t (*form)(int op, int i)) {
   setup(&t);
-  poison(&t);
+  poison_all(&t, 1);
   for (int i = 0; i < 200; i++) {
     if (test_rand(&mine) % 3 == 0) {
       unsigned long long ns = test_rand(&mine) % 300000;
@@ -389,7 +396,7 @@ static void autotune(void) {
     const char *when[] = {" (autotuned: trials)", " (autotuned: table)", " (autotuned: disk)"};
     for (int i = 0; i < 3; i++) {
       if (i == 2) weft_autotune_forget(comm);
-      poison(&t);
+      poison_all(&t, 1);
       call(&t);
       verify(&t, when[i]);
     }
@@ -411,8 +418,7 @@ static void autotune(void) {
   CUgraphExec ge;
   CU(cuStreamEndCapture(s, &g));
   CU(cuGraphInstantiateWithFlags(&ge, g, 0));
-  poison(&t);
-  OK(weft_stream_barrier(comm, s));
+  poison_all(&t, 1);
   CU(cuGraphLaunch(ge, s));
   verify(&t, " (autotune on, first seen in a capture)");
   cases++;
