@@ -471,6 +471,19 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
   return 0;
 }
 
+int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_config_t *c) {
+  if (p->m > 128 || c->bm != 128 || c->cluster != 1 || c->swap_ab || tail_split(c) ||
+      !c_takes_tma(p))
+    return 0;
+  if (!c->splitk) return 1;
+  long long tiles = (p->n + 63) / 64;
+  if (c->bn != 128 || tiles > sms || 4 * tiles < 3LL * sms) return 0;
+  c->bn = 64, c->splitk = 0, c->k_splits = 1, c->splitk_cluster = 0;
+  c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 2;
+  config_fit(p, c);
+  return 1;
+}
+
 /* C as the LL epilogue writes it: contiguous rows of whole 8-byte words. */
 static int ll_rows(const weft_gemm_problem_t *p) {
   return p->ldc == p->n && p->n * out_size(p->out) % 8 == 0;

@@ -187,9 +187,9 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
 static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                               const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_gemm_config(comm, p, plan, cfg);
-  return comm->local_world > 1 && p->m <= 128 && p->out != WEFT_DTYPE_FP32 && cfg->bm == 128 &&
-         (cfg->bn == 64 || cfg->bn == 128) && cfg->cluster == 1 && !cfg->splitk &&
-         cfg->tail_splits <= 1 && (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS;
+  return comm->local_world > 1 && p->out != WEFT_DTYPE_FP32 &&
+         weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) && (cfg->bn == 64 || cfg->bn == 128) &&
+         (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS;
 }
 
 /* The two-shot epilogue form (file comment). */

@@ -510,17 +510,19 @@ int main(void) {
       for (int i = 0; i < 4; i++) one(random_case(op, WEFT_ALGO_LL, 0));
     }
     /* GEMM + AllReduce's two-shot epilogue (one row of unsplit 128x128 tiles: m 65-128, at
-     * least 67 tile columns): a full tile row, NK; m = 100 (the second sub-tile part-filled)
-     * with n = 9000 (the last tile column part-filled, the segments uneven), KN, fp16; AUTO's
-     * choice at m = 128; the sequential form where it does not take the shape: fp32 C, m = 64
-     * (64-row tiles), n = 8448 (66 tiles, split in k) */
+     * least 67 tile columns; or 128x64 where 128x128 would split in k, 99-132 tile columns): a
+     * full tile row, NK; m = 100 (the second sub-tile part-filled) with n = 9000 (the last tile
+     * column part-filled, the segments uneven), KN, fp16; AUTO's choice at m = 128; n = 8448
+     * (132 tiles of 64 columns); the sequential form where it does not take the shape: fp32 C,
+     * m = 64 (64-row tiles), n = 4096 (split tiles, 64 of 64 columns) */
     if (op == OP_AR) {
       one_form(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
       one_form(make(op, 100, 9000, 1536, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_TWO_SHOT), 1);
       one_form(make(op, 128, 12288, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO), 1);
       one_form(make(op, 128, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32, WEFT_ALGO_TWO_SHOT), 0);
       one_form(make(op, 64, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
-      one_form(make(op, 128, 8448, 1024, 1, WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
+      one_form(make(op, 128, 8448, 1024, 1, WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
+      one_form(make(op, 128, 4096, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
     }
     /* k = 0 */
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
