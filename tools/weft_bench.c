@@ -54,7 +54,7 @@ static const struct {
      OVERLAP_OPTS},
     {"gemm_rs", main_gemm_rs, "weft_gemm_rs beside cuBLAS + NCCL ReduceScatter (-a sm: fused scatter)",
      OVERLAP_OPTS},
-    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (-a sm: SM consumer, ll: LL epilogue)",
+    {"gemm_ar", main_gemm_ar, "weft_gemm_ar beside cuBLAS + NCCL AllReduce (-a sm|ll|two_shot: SM consumer, LL or two-shot epilogue)",
      OVERLAP_OPTS},
 };
 

@@ -472,12 +472,15 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
 }
 
 int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_config_t *c) {
-  if (p->m > 128 || c->bm != 128 || c->cluster != 1 || c->swap_ab || tail_split(c) ||
-      !c_takes_tma(p))
-    return 0;
-  if (!c->splitk) return 1;
+  if (p->m > 128 || c->cluster != 1 || c->swap_ab || tail_split(c) || !c_takes_tma(p)) return 0;
+  if (c->bm == 128 && !c->splitk) return 1;
+  /* 128 x 128 tiles split in k, or two rows of 64 x 128 tiles (as many CTAs; 128 x 64 tiles ran
+   * within 0.5% of them at k a multiple of 64: dev/gemm/NOTES.md) */
   long long tiles = (p->n + 63) / 64;
-  if (c->bn != 128 || tiles > sms || 4 * tiles < 3LL * sms) return 0;
+  if (c->bn != 128 || (c->bm == 64 && (p->m <= 64 || c->splitk)) || tiles > sms ||
+      4 * tiles < 3LL * sms)
+    return 0;
+  c->bm = 128, c->a_rows = 0;
   c->bn = 64, c->splitk = 0, c->k_splits = 1, c->splitk_cluster = 0;
   c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 2;
   config_fit(p, c);

@@ -14,17 +14,18 @@
  *     that form cannot take the GEMM (split-K), the sequential form.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
  *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
- *   two-shot epilogue (AUTO's for small m where it takes the shape: one row of unclustered 128-row
-    tiles, unsplit, 16-bit C): the whole AllReduce inside the GEMM's epilogue (kernels/gemm.cu,
-    WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the tile columns; a tile of another rank's
-    share is stored into that rank's staging slot of this rank and counted on its arrival word;
-    an own tile (the rank's share comes last in its order) waits for its peers' partials, adds
-    them to its fp32 accumulators and stores the sums into every rank's c; the kernel ends when
-    every column's sums have landed here. One launch: no barrier, no handshake kernel, no second
-    pass over c, and every word it counts on is zero again at its end. A decode GEMM's tiles all
-    end together, so what this saves is the sequential form's AllReduce kernel around the same
-    two-shot traffic: its launch, its read of the partial product, its LL128 lines.
-  LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
+ *   two-shot epilogue (AUTO's for small m where it takes the shape: one row of unclustered
+ *     128-row tiles, unsplit (weft_gemm_config_unsplit), 16-bit C): the whole AllReduce inside
+ *     the GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the
+ *     tile columns; a tile of another rank's share is stored into that rank's staging slot of
+ *     this rank and counted on its arrival word; an own tile (the rank's share comes last in its
+ *     order) waits for its peers' partials, adds them to its fp32 accumulators and stores the sums
+ *     into every rank's c; the kernel ends when every column's sums have landed here. One launch:
+ *     no barrier, no handshake kernel, no second pass over c, and every word it counts on is zero
+ *     again at its end. A decode GEMM's tiles all end together, so what this saves is the
+ *     sequential form's AllReduce kernel around the same two-shot traffic: its launch, its read
+ *     of the partial product, its LL128 lines.
+ *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
  *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
  *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
  *     C. Not AUTO's: on two H100s (2026-11-25) it ran at the sequential form's time on the

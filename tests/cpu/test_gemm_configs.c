@@ -334,15 +334,16 @@ int main(void) {
   if (!c.splitk_cluster) fail("16x2752x4096: the heuristic no longer reduces in a cluster (update the test)");
   add(&pd, &c, &hooks[0]);
   /* GEMM + AllReduce's two-shot epilogue on the decode tiles it takes (weft_gemm_config_unsplit:
-   * 128x16384x13312's unsplit 128x128 tiles, 128x8192x7168's split ones as unsplit 128x64; H200,
-   * both output types, both layouts of B) */
+   * 128x16384x13312's unsplit 128x128 tiles; 128x8192x7168's two rows of 64x128 tiles (4 ranks)
+   * and 128x8192x14336's split 128x128 ones (2 ranks) as unsplit 128x64; H200, both output types,
+   * both layouts of B) */
   const weft_gemm_hooks_t cols = {.notify_counters = &ctr, .notify_sys = 1, .ar_flags = &ctr,
                                   .ar_staging = (const char *)&table, .ar_cols = 1};
-  for (int i = 0; i < 8; i++) {
-    int n = i & 4 ? 8192 : 16384, k = i & 4 ? 7168 : 13312, kmaj = i & 2 ? 0 : 1;
+  for (int i = 0; i < 12; i++) {
+    int n = i & 12 ? 8192 : 16384, k = i & 8 ? 14336 : i & 4 ? 7168 : 13312, kmaj = i & 2 ? 0 : 1;
     weft_gemm_problem_t pc = {128, n, k, k, kmaj ? k : n, n, WEFT_DTYPE_BF16, outs[i & 1], kmaj, 0};
     choose_hooked(&pc, &WEFT_GPU_H200, &c);
-    if (!weft_gemm_config_unsplit(&pc, WEFT_GPU_H200.sms, &c) || c.bn != (i & 4 ? 64 : 128))
+    if (!weft_gemm_config_unsplit(&pc, WEFT_GPU_H200.sms, &c) || c.bn != (i & 12 ? 64 : 128))
       fail("the two-shot epilogue's decode tiles moved (update the test)");
     add(&pc, &c, &cols);
   }

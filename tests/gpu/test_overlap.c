@@ -513,7 +513,8 @@ int main(void) {
      * least 67 tile columns; or 128x64 where 128x128 would split in k, 99-132 tile columns): a
      * full tile row, NK; m = 100 (the second sub-tile part-filled) with n = 9000 (the last tile
      * column part-filled, the segments uneven), KN, fp16; AUTO's choice at m = 128; n = 8448
-     * (132 tiles of 64 columns); the sequential form where it does not take the shape: fp32 C,
+     * (132 tiles of 64 columns, in place of 66 128x128 ones split in k) and m = 96, n = 8192 (128
+     * of them, in place of two rows of 64x128); the sequential form where it does not take it: fp32 C,
      * m = 64 (64-row tiles), n = 4096 (split tiles, 64 of 64 columns) */
     if (op == OP_AR) {
       one_form(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
@@ -522,6 +523,7 @@ int main(void) {
       one_form(make(op, 128, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32, WEFT_ALGO_TWO_SHOT), 0);
       one_form(make(op, 64, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
       one_form(make(op, 128, 8448, 1024, 1, WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
+      one_form(make(op, 96, 8192, 2048, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
       one_form(make(op, 128, 4096, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
     }
     /* k = 0 */
