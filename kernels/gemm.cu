@@ -1219,7 +1219,7 @@ __device__ __forceinline__ void weft_gemm_ar_cols_release(u64 *words0, const u64
   *(volatile u64 *)(mine + tn) = 0;
   weft_gemm_notify_fence();
   for (int i = 1; i <= world; i++) {
-    q = q + 1 == world ? 0 : q + 1;
+    q = weft_gemm_next_rank(q, world);
     weft_gemm_notify_relaxed((u64 *)((char *)words0 + q * peer_stride) + tiles_n, 1);
   }
 }

@@ -870,11 +870,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   if (cfg->splitk) {
     tc = ta; /* unused */
   } else if (ar_cols) { /* this rank's slot of every rank's staging, based at rank 0's */
+    int width = weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world);
     WEFT_CHECK(encode(comm, &tc, (void *)(uintptr_t)weft_heap_peer(&comm->heap, c, 0), p->out,
-                      (uint64_t)weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world),
-                      (uint64_t)p->m, weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world),
-                      (uint32_t)(128 / out_size(p->out)), 64, comm->local_world,
-                      (long long)comm->heap.stride));
+                      (uint64_t)width, (uint64_t)p->m, width, (uint32_t)(128 / out_size(p->out)),
+                      64, comm->local_world, (long long)comm->heap.stride));
   } else if (peer_stride) { /* segments of notify_rows rows, one per rank */
     WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)p->n, (uint64_t)weft_gemm_scatter_rows(seg),
                       p->ldc, (uint32_t)(128 / out_size(p->out)), 64, ranks, peer_stride));

@@ -206,7 +206,6 @@ static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *
   /* the order: the columns after this rank's share first, its own last */
   h.rotate_m = (me + 1) * seg < tiles_n ? (me + 1) * seg : 0;
   h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_ar_words, 0);
-  h.notify_rows = p->m;
   h.notify_sys = 1;
   h.ar_staging = ws, h.ar_slot = slot, h.ar_flags = o->gemm_ar_words, h.ar_c = c;
   h.ar_cols = 1;
