@@ -128,8 +128,9 @@ size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
   size_t es = weft_dtype_size(out);
   gemm_ar_layout_t l = gemm_ar_layout(world, m, n, es);
   size_t bytes = l.partial_bytes + (size_t)world * l.slot_bytes;
-  /* the two-shot epilogue's slots (its tiles are 64 or 128 columns wide: gemm_ar_cols_takes) */
-  for (int bn = 64; m <= 128 && bn <= 128; bn *= 2)
+  /* the two-shot epilogue's slots, where it may run (64 < m <= 128 on two ranks or more: 128-row
+   * tiles 64 or 128 columns wide, gemm_ar_cols_takes) */
+  for (int bn = 64; world > 1 && m > 64 && m <= 128 && bn <= 128; bn *= 2)
     if ((size_t)world * gemm_ar_cols_slot(world, n, bn, es) > bytes)
       bytes = (size_t)world * gemm_ar_cols_slot(world, n, bn, es);
   return bytes;
@@ -188,7 +189,7 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
 static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                               const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_gemm_config(comm, p, plan, cfg);
-  return comm->local_world > 1 && p->out != WEFT_DTYPE_FP32 &&
+  return comm->local_world > 1 && p->m > 64 && p->out != WEFT_DTYPE_FP32 &&
          weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) && (cfg->bn == 64 || cfg->bn == 128) &&
          (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS;
 }
