@@ -101,12 +101,12 @@ typedef struct CUstream_st *weft_stream_t;
 
 typedef struct weft_comm weft_comm_t;
 
-/* heap_size: weft_comm_init takes about 180 MiB of it for the collectives' scratch (the LL areas
+/* heap_size: weft_comm_init takes about 200 MiB of it for the collectives' scratch (the LL areas
  * of AllReduce / ReduceScatter and of AllGather, 16 MiB each; ReduceScatter's copy-engine
  * staging, WEFT_REDUCE_STAGING_BYTES, default 64 MiB; the push staging of AllReduce and
  * ReduceScatter, twice WEFT_ALLREDUCE_PUSH_BYTES, default 64 MiB; AllReduce's LL128 area, about
- * 4.3 times WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area); the rest is the
- * caller's weft_malloc. */
+ * 4.3 times WEFT_ALLREDUCE_LL128_BYTES, default 17 MiB; AllToAll's LL area; GEMM + AllReduce's
+ * two-shot staging, 16 MiB); the rest is the caller's weft_malloc. */
 typedef struct weft_comm_config {
   size_t heap_size;  /* symmetric heap bytes per rank; 0: WEFT_HEAP_SIZE, else 1 GiB */
   int timeout_ms;    /* deadline of every wait; 0: WEFT_TIMEOUT_MS, else 60000 */
@@ -557,21 +557,20 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     faster than the sequential form on two H100s, so AUTO does not take it.
  *   WEFT_ALGO_TWO_SHOT (AUTO's choice where it takes the shape: 64 < m <= 128 with 16-bit out,
  *     where the GEMM runs one row of unsplit 128 x 128 tiles, or 128 x 64 tiles filling 3/4 of
- *     the SMs or more: on 132 SMs n of about 6.3K columns and up; elsewhere it runs
- *     sequentially): the whole AllReduce inside the GEMM's
- *     epilogue, one kernel. Each rank owns a 1/world share of the tile columns; a tile of
- *     another rank's share goes into that rank's workspace, an own tile (computed last) adds
- *     the peers' partials to its fp32 accumulators and stores the sums into every rank's c. A
+ *     the SMs or more: on 132 SMs n of about 6.3K columns and up, to about 64K; elsewhere it
+ *     runs sequentially): the whole AllReduce inside the GEMM's epilogue, one kernel. Each rank
+ *     owns a 1/world share of the tile columns; a tile of another rank's share goes into that
+ *     rank's staging (16 MiB of the heap, the form's own; the workspace is not used), an own
+ *     tile (computed last) adds the peers' partials to its fp32 accumulators and stores the
+ *     sums into every rank's c. A
  *     decode GEMM's tiles all end together, so this saves the sequential form's AllReduce kernel
  *     around the same traffic: 4 H200s, 128 x 16384 x 53248: 0.131-0.133 ms against 0.143-0.146
  *     (1.20-1.23x cuBLAS + NCCL against 1.10-1.12x); 2 H200s, 128 x 8192 x 28672: 0.072 against
  *     0.077 (bench/results/2026-11-27-stop41.md).
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.
  * The SM and two-shot forms need no barrier at the start of a call: the SM form's consumer's
- * handshake orders the calls, and the two-shot form's peers write into this rank's workspace only
- * once this rank has finished reading it in their previous call. So the workspace is the op's
- * between calls: a peer may write into it as soon as it starts its next call. Write it yourself
- * only with every rank past its last call (weft_stream_barrier after your write). */
+ * handshake orders the calls, and a peer stores into this rank's two-shot staging only once this
+ * rank has read it in their previous call. */
 WEFT_API weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void *b,
                                     int ldb, void *c, void *workspace, int m, int n, int k,
                                     weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,

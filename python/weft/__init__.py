@@ -126,7 +126,7 @@ def _group_env(group):
 class Comm:
     """This process's weft communicator (weft_comm_init): one per process, over every rank of
     the job. heap_size: symmetric heap bytes per rank (0: WEFT_HEAP_SIZE, else 1 GiB; weft takes
-    about 180 MiB of it for the collectives); timeout_ms: every wait's deadline (0:
+    about 200 MiB of it for the collectives); timeout_ms: every wait's deadline (0:
     WEFT_TIMEOUT_MS, else 60 s); device: the CUDA device (-1: the local rank, or with a group
     torch's current device).
     group: a torch.distributed process group whose ranks the communicator spans, for programs

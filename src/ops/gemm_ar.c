@@ -18,7 +18,7 @@
  *     128-row tiles, unsplit (weft_gemm_config_unsplit), 16-bit C): the whole AllReduce inside
  *     the GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the
  *     tile columns; a tile of another rank's share is stored into that rank's staging slot of
- *     this rank and counted on its arrival word; an own tile (the rank's share comes last in its
+ *     this rank (GEMM_AR_STAGING_BYTES of the heap) and counted on its arrival word; an own tile (the rank's share comes last in its
  *     order) waits for its peers' partials, adds them to its fp32 accumulators and stores the sums
  *     into every rank's c; the kernel ends when every column's sums have landed here. One launch:
  *     no barrier, no handshake kernel, no second pass over c, and every word it counts on is zero
@@ -66,6 +66,11 @@
 /* The two-shot epilogue's words: an arrival word per tile column, then the done word (n up to
  * 4095 tiles of 64 columns) */
 #define GEMM_AR_WORDS 4096
+/* Its staging (world slots of 128 rows of a segment's columns: ~128 x n elements in all, so n up
+ * to about 64K columns of 16-bit C), its own: not the caller's workspace, which a peer's next call
+ * would write while this rank still reads it in a call of another op (weft_gemm_rs's forms end
+ * with no handshake) */
+#define GEMM_AR_STAGING_BYTES (16u << 20)
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   weft_ops_t *o = &comm->ops;
@@ -79,6 +84,7 @@ weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
   WEFT_CU(comm, cuMemAlloc(&ctr, GEMM_AR_COUNTERS * sizeof(uint64_t)));
   o->gemm_ar_ctr = (uint64_t *)(uintptr_t)ctr;
   WEFT_CHECK(weft_malloc(comm, GEMM_AR_WORDS * sizeof(uint64_t), (void **)&o->gemm_ar_words));
+  WEFT_CHECK(weft_malloc(comm, GEMM_AR_STAGING_BYTES, (void **)&o->gemm_ar_staging));
   return weft_malloc(comm, GEMM_AR_ITEMS * sizeof(uint64_t), (void **)&o->gemm_ar_arrivals);
 }
 
@@ -125,15 +131,8 @@ static size_t gemm_ar_cols_slot(int world, int n, int bn, size_t es) {
 }
 
 size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
-  size_t es = weft_dtype_size(out);
-  gemm_ar_layout_t l = gemm_ar_layout(world, m, n, es);
-  size_t bytes = l.partial_bytes + (size_t)world * l.slot_bytes;
-  /* the two-shot epilogue's slots, where it may run (64 < m <= 128 on two ranks or more: 128-row
-   * tiles 64 or 128 columns wide, gemm_ar_cols_takes) */
-  for (int bn = 64; world > 1 && m > 64 && m <= 128 && bn <= 128; bn *= 2)
-    if ((size_t)world * gemm_ar_cols_slot(world, n, bn, es) > bytes)
-      bytes = (size_t)world * gemm_ar_cols_slot(world, n, bn, es);
-  return bytes;
+  gemm_ar_layout_t l = gemm_ar_layout(world, m, n, weft_dtype_size(out));
+  return l.partial_bytes + (size_t)world * l.slot_bytes;
 }
 
 /* The SM form (file comment). */
@@ -189,15 +188,18 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
 static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                               const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
   weft_ops_gemm_config(comm, p, plan, cfg);
-  return comm->local_world > 1 && p->m > 64 && p->out != WEFT_DTYPE_FP32 &&
-         weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) && (cfg->bn == 64 || cfg->bn == 128) &&
-         (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS;
+  int world = comm->local_world;
+  return world > 1 && p->out != WEFT_DTYPE_FP32 &&
+         weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) &&
+         (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS &&
+         (size_t)world * gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out)) <=
+             GEMM_AR_STAGING_BYTES;
 }
 
 /* The two-shot epilogue form (file comment). */
 static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                   const weft_gemm_config_t *cfg, const void *a, const void *b,
-                                  void *c, char *ws, CUstream stream) {
+                                  void *c, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world;
   int tiles_n = (p->n + cfg->bn - 1) / cfg->bn, seg = (tiles_n + world - 1) / world;
@@ -208,9 +210,10 @@ static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *
   h.rotate_m = (me + 1) * seg < tiles_n ? (me + 1) * seg : 0;
   h.notify_counters = (uint64_t *)(uintptr_t)weft_heap_peer(&comm->heap, o->gemm_ar_words, 0);
   h.notify_sys = 1;
-  h.ar_staging = ws, h.ar_slot = slot, h.ar_flags = o->gemm_ar_words, h.ar_c = c;
+  char *staging = o->gemm_ar_staging;
+  h.ar_staging = staging, h.ar_slot = slot, h.ar_flags = o->gemm_ar_words, h.ar_c = c;
   h.ar_cols = 1;
-  return weft_gemm_launch(comm, p, cfg, &h, a, b, ws + (size_t)me * slot, stream);
+  return weft_gemm_launch(comm, p, cfg, &h, a, b, staging + (size_t)me * slot, stream);
 }
 
 /* Whether the LL form takes p, and its GEMM configuration: the plan's, as the LL epilogue's
@@ -250,7 +253,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   if (p->k && (plan->algo == WEFT_ALGO_TWO_SHOT || plan->algo == WEFT_ALGO_AUTO)) {
     weft_gemm_config_t cfg;
     if (gemm_ar_cols_takes(comm, p, plan, &cfg))
-      return gemm_ar_cols(comm, p, &cfg, a, b, c, workspace, stream);
+      return gemm_ar_cols(comm, p, &cfg, a, b, c, stream);
     if (plan->algo == WEFT_ALGO_TWO_SHOT) algo = WEFT_ALGO_SEQUENTIAL; /* a shape it does not take */
   }
   if (p->k && plan->algo == WEFT_ALGO_LL) {

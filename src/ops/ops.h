@@ -100,8 +100,9 @@ typedef struct weft_ops {
   struct weft_module *gemm_ar;
   struct weft_kernel *gemm_ar_reduce;
   uint64_t *gemm_ar_ctr, *gemm_ar_arrivals;
-  /* its two-shot epilogue form's words (symmetric, 0 between calls: gemm_ar.c) */
+  /* its two-shot epilogue form's words (symmetric, 0 between calls) and staging (gemm_ar.c) */
   uint64_t *gemm_ar_words;
+  char *gemm_ar_staging;
   /* alltoall and alltoallv (kernels/alltoall.cu) */
   struct weft_module *a2a;
   struct weft_kernel *a2a_sm, *a2a_ll;

@@ -190,9 +190,9 @@ static void poison(tcase_t *t) {
   }
 }
 
-/* Poisons every case of t[0..n) and waits for every rank's poison before any op writes: the
- * symmetric buffers are the ops' between calls (GEMM + AllReduce's two-shot epilogue: a peer
- * stores its partials into this rank's workspace as soon as its call starts). */
+/* Poisons every case of t[0..n) and waits for every rank's poison before any op writes, so that
+ * no rank's poison lands on what a peer's call has already stored into its symmetric buffers
+ * (the two-shot epilogue once staged in the workspace, and a fast peer's partials were lost). */
 static void poison_all(tcase_t *t, int n) {
   for (int i = 0; i < n; i++) poison(&t[i]);
   OK(weft_stream_barrier(comm, s));
@@ -257,11 +257,9 @@ static void step(const tcase_t *t, const char *what) {
 /* One case: set up, poison, call, check. fused >= 0 (GEMM + AllReduce asked for WEFT_ALGO_LL or
  * the two-shot epilogue: WEFT_ALGO_TWO_SHOT, or AUTO where it takes the shape): also whether that
  * form ran (1) or the sequential one (0), from the workspace's first bytes: the sequential form
- * fills them with the partial product, the LL form leaves them poisoned, and so does the two-shot
- * one on rank 0 (its own staging slot, which only the peers' slots follow; checked there only). */
+ * fills them with the partial product, the LL and two-shot forms leave them poisoned. */
 static void one_form(tcase_t t, int fused) {
   int ll = t.algo == WEFT_ALGO_LL;
-  if (!ll && me != 0) fused = -1;
   step(&t, "setup");
   setup(&t);
   poison_all(&t, 1);
