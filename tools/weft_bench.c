@@ -28,7 +28,7 @@ int main_gemm_ar(int argc, char **argv);
 #define MM_OPTS \
   "[-s M,N,K]... [-l nk|kn] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] [-T seconds] " \
   "[-J file.json]"
-#define OVERLAP_OPTS MM_OPTS " [-a auto|ce|sm|seq|ll] [--autotune]"
+#define OVERLAP_OPTS MM_OPTS " [-a auto|ce|sm|seq|ll|two_shot] [--autotune]"
 
 static const struct {
   const char *name;
