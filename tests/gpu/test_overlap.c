@@ -359,23 +359,56 @@ static weft_algo_t two_shot_forms(int op, int i) {
   return i % 3 == 2 ? WEFT_ALGO_SEQUENTIAL : i % 5 == 3 ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
 }
 
-/* 200 back-to-back calls of t in the forms form(op, i) with random stragglers (up to 300 us
- * before a call on some ranks), then the last result checked. */
+/* A random straggler: one call in three, this rank's stream first spins up to 300 us. */
+static void straggle(void) {
+  if (test_rand(&mine) % 3) return;
+  unsigned long long ns = test_rand(&mine) % 300000;
+  void *a[] = {&ns};
+  weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
+  OK(weft_kernel_launch(k_delay, &c, a, s));
+}
+
+/* 200 back-to-back calls of t in the forms form(op, i) with random stragglers, then the last
+ * result checked. */
 static void stress(tcase_t t, weft_algo_t (*form)(int op, int i)) {
   setup(&t);
   poison_all(&t, 1);
   for (int i = 0; i < 200; i++) {
-    if (test_rand(&mine) % 3 == 0) {
-      unsigned long long ns = test_rand(&mine) % 300000;
-      void *a[] = {&ns};
-      weft_launch_config_t c = WEFT_LAUNCH_CONFIG_INIT;
-      OK(weft_kernel_launch(k_delay, &c, a, s));
-    }
+    straggle();
     t.algo = form(t.op, i);
     call(&t);
   }
   verify(&t, " (after 200 calls with stragglers)");
   teardown(&t);
+}
+
+/* weft_gemm_rs (each of its forms in turn) and a two-shot weft_gemm_ar on one workspace, as
+ * python/weft calls them, 100 pairs with random stragglers, the last pair checked. A rank done
+ * with its gemm_rs (no form ends with a handshake) may start the gemm_ar while a peer still reads
+ * its workspace for gemm_rs: the two-shot form, which once staged there, must not write it. */
+static void mixed(void) {
+  tcase_t rs = make(OP_RS, world * 128, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16,
+                    WEFT_ALGO_COPY_ENGINE);
+  tcase_t ar = make(OP_AR, 128, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT);
+  setup(&rs);
+  setup(&ar);
+  void *own = ar.sym;
+  ar.sym = rs.sym; /* rs's is the larger: world times the rows */
+  poison(&ar);
+  poison_all(&rs, 1);
+  static const weft_algo_t rs_forms[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
+  for (int i = 0; i < 100; i++) {
+    straggle();
+    rs.algo = rs_forms[i % 3];
+    call(&rs);
+    straggle();
+    call(&ar);
+  }
+  verify(&rs, " (after 100 pairs with a two-shot gemm_ar on its workspace)");
+  verify(&ar, " (after 100 pairs with gemm_rs on its workspace)");
+  ar.sym = own;
+  teardown(&ar);
+  teardown(&rs);
 }
 
 /* The autotuner on each op (WEFT_ALGO_AUTO, shapes drawn fresh so that no disk entry exists):
@@ -538,6 +571,7 @@ int main(void) {
     stress(make(OP_AR, 96, 512, 256, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_LL), ll_forms);
     stress(make(OP_AR, 112, 9216, 512, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT),
            two_shot_forms);
+    mixed();
   }
 
   printf("[%d] %d of %d checks passed\n", me, cases - failures, cases);
