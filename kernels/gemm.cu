@@ -178,7 +178,8 @@
  *                                       (ctm * tiles_n + tn, ctm in tile-rows of CLUSTER_M*BM
  *                                       rows, tiles_n = ceil(N/BN)); length ceil(ceil(M/BM)/
  *                                       CLUSTER_M) * tiles_n (weft_gemm_order_*_fill build it)
- *   8  int order_rotate_m               device grouped order: first cluster tile-row (0 = none)
+ *   8  int order_rotate_m               device grouped order: first cluster tile-row (0 = none);
+ *                                       AR_COLS: the first tile column
  *   9  const unsigned long long *wait_signals  HOOK_WAIT: signal s covers A rows
  *                                       [s*wait_rows_per_signal, (s+1)*wait_rows_per_signal)
  *  10  int wait_rows_per_signal
