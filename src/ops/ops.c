@@ -108,6 +108,7 @@ const char *weft_ops_algo_name(weft_algo_t a) {
   return a == WEFT_ALGO_COPY_ENGINE ? "ce"
          : a == WEFT_ALGO_SM        ? "sm"
          : a == WEFT_ALGO_LL        ? "ll"
+         : a == WEFT_ALGO_TWO_SHOT  ? "two_shot"
                                     : "seq";
 }
 
@@ -123,7 +124,8 @@ int weft_ops_plan_candidates(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
   for (int i = 0; i < nalgos && n < WEFT_OPS_PLAN_MAX; i++) {
     weft_algo_t a = algos[i];
     plans[n++] = (weft_ops_plan_t){a, 0, 0};
-    if (a == WEFT_ALGO_SEQUENTIAL || a == WEFT_ALGO_LL) continue; /* (LL: decode tiles only) */
+    /* (LL and the two-shot epilogue: decode tiles only, which take no width) */
+    if (a == WEFT_ALGO_SEQUENTIAL || a == WEFT_ALGO_LL || a == WEFT_ALGO_TWO_SHOT) continue;
     for (int w = 0; w < 3 && n < WEFT_OPS_PLAN_MAX; w++) {
       weft_gemm_config_t c = cfg;
       if (weft_gemm_config_width(p, widths[w], &c)) plans[n++] = (weft_ops_plan_t){a, widths[w], 0};

@@ -147,7 +147,8 @@ void weft_alltoall_destroy(weft_comm_t *comm);
 weft_status_t weft_ops_fork(weft_comm_t *comm, CUstream stream);
 weft_status_t weft_ops_join(weft_comm_t *comm, CUstream stream);
 
-/* An overlapped op's algorithm in the autotuner's plan names: "ce", "sm", "ll" or "seq". */
+/* An overlapped op's algorithm in the autotuner's plan names: "ce", "sm", "ll", "two_shot" or
+ * "seq". */
 const char *weft_ops_algo_name(weft_algo_t algo);
 
 /* How one call of an overlapped op runs: AUTO (the heuristics), an algorithm the caller named,

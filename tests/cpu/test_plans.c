@@ -3,7 +3,8 @@
  * src/ops/ops.c), on the shapes of DESIGN.md's tables and small m, both layouts: every name
  * unique (the disk entries keep the winner by name) and naming its plan; the sequential form
  * once; a tile width only where the configuration takes it (large m; [k, n] B: multiples of
- * 128) and never the heuristic's own width twice; consumer SM counts only for an SM consumer.
+ * 128) and never the heuristic's own width twice, nor on the LL or two-shot forms (decode
+ * tiles); consumer SM counts only for an SM consumer. The algorithms are weft_gemm_ar's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +25,11 @@ static int failures;
 
 int main(void) {
   static const int shapes[][3] = {{8192, 4096, 2752}, {8192, 8192, 7168}, {8192, 2752, 4096},
-                                  {8192, 14336, 1024}, {128, 4096, 2752}, {16, 8192, 7392}};
-  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL};
+                                  {8192, 14336, 1024}, {128, 4096, 2752}, {16, 8192, 7392},
+                                  {128, 16384, 13312}};
+  const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SM, WEFT_ALGO_SEQUENTIAL,
+                               WEFT_ALGO_LL, WEFT_ALGO_TWO_SHOT};
+  enum { NALGOS = sizeof algos / sizeof algos[0] };
   const weft_ops_gpu_t *gpu = &WEFT_GPU_H100_SXM;
   const int sms = gpu->sms;
   const size_t wsf = (size_t)WEFT_GEMM_WS_TILES_PER_SM * sms * 128 * 128;
@@ -39,7 +43,7 @@ int main(void) {
                                  WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, kmaj, 0};
         weft_ops_plan_t plans[WEFT_OPS_PLAN_MAX];
         char names[WEFT_OPS_PLAN_MAX][32];
-        int n = weft_ops_plan_candidates(&p, gpu, wsf, wsc, algos, 3, consumer, plans, names);
+        int n = weft_ops_plan_candidates(&p, gpu, wsf, wsc, algos, NALGOS, consumer, plans, names);
         weft_gemm_config_t cfg;
         weft_gemm_config_choose(&p, gpu, wsf, wsc, 1, &cfg);
         char what[96];
@@ -54,14 +58,16 @@ int main(void) {
           int len = snprintf(want, sizeof want, "%s",
                              plans[a].algo == WEFT_ALGO_COPY_ENGINE ? "ce"
                              : plans[a].algo == WEFT_ALGO_SM        ? "sm"
+                             : plans[a].algo == WEFT_ALGO_LL        ? "ll"
+                             : plans[a].algo == WEFT_ALGO_TWO_SHOT  ? "two_shot"
                                                                     : "seq");
           if (plans[a].bn) len += snprintf(want + len, sizeof want - (size_t)len, "/bn%d", plans[a].bn);
           if (plans[a].comm_sms) snprintf(want + len, sizeof want - (size_t)len, "/sms%d", plans[a].comm_sms);
           if (strcmp(want, names[a])) FAIL("%s: candidate %d named %s, its plan says %s", what, a, names[a], want);
-          if (plans[a].algo == WEFT_ALGO_SEQUENTIAL) {
-            seq++;
-            if (plans[a].bn || plans[a].comm_sms) FAIL("%s: a sequential candidate with a variant", what);
-          }
+          if (plans[a].algo == WEFT_ALGO_SEQUENTIAL) seq++;
+          if ((plans[a].algo == WEFT_ALGO_SEQUENTIAL || plans[a].algo == WEFT_ALGO_LL ||
+               plans[a].algo == WEFT_ALGO_TWO_SHOT) && (plans[a].bn || plans[a].comm_sms))
+            FAIL("%s: a %s candidate with a variant", what, names[a]);
           if (plans[a].bn) {
             if (cfg.splitk || cfg.bm != 128) FAIL("%s: width %d on a split-K / 64-row configuration", what, plans[a].bn);
             if (plans[a].bn == cfg.bn) FAIL("%s: the heuristic's own width %d again", what, cfg.bn);
