@@ -555,8 +555,8 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     flag in each 8-byte word) into every rank's LL area, then one small kernel sums the world
  *     copies into c. No handshake, no second pass over c; the workspace is not used. Measured no
  *     faster than the sequential form on two H100s, so AUTO does not take it.
- *   WEFT_ALGO_TWO_SHOT (AUTO's choice where it takes the shape: 64 < m <= 128 with 16-bit out,
- *     where the GEMM runs one row of unsplit 128 x 128 tiles, or 128 x 64 tiles filling 3/4 of
+ *   WEFT_ALGO_TWO_SHOT (AUTO's choice where it takes the shape: 64 < m <= 128 with 16-bit out
+ *     and c 16-byte aligned, where the GEMM runs one row of unsplit 128 x 128 tiles, or 128 x 64 tiles filling 3/4 of
  *     the SMs or more: on 132 SMs n of about 6.3K columns and up, to about 64K; elsewhere it
  *     runs sequentially): the whole AllReduce inside the GEMM's epilogue, one kernel. Each rank
  *     owns a 1/world share of the tile columns; a tile of another rank's share goes into that

@@ -184,12 +184,13 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
   return weft_ops_join(comm, stream);
 }
 
-/* Whether the two-shot epilogue form takes p, and its GEMM configuration (the plan's). */
+/* Whether the two-shot epilogue form takes p into c (its sums are TMA-stored: c 16-byte
+ * aligned), and its GEMM configuration (the plan's). */
 static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                              const weft_ops_plan_t *plan, weft_gemm_config_t *cfg) {
+                              const weft_ops_plan_t *plan, const void *c, weft_gemm_config_t *cfg) {
   weft_ops_gemm_config(comm, p, plan, cfg);
   int world = comm->local_world;
-  return world > 1 && p->out != WEFT_DTYPE_FP32 &&
+  return world > 1 && p->out != WEFT_DTYPE_FP32 && (uintptr_t)c % 16 == 0 &&
          weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) &&
          (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS &&
          (size_t)world * gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out)) <=
@@ -252,7 +253,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
   if (p->k && (plan->algo == WEFT_ALGO_TWO_SHOT || plan->algo == WEFT_ALGO_AUTO)) {
     weft_gemm_config_t cfg;
-    if (gemm_ar_cols_takes(comm, p, plan, &cfg))
+    if (gemm_ar_cols_takes(comm, p, plan, c, &cfg))
       return gemm_ar_cols(comm, p, &cfg, a, b, c, stream);
     if (plan->algo == WEFT_ALGO_TWO_SHOT) algo = WEFT_ALGO_SEQUENTIAL; /* a shape it does not take */
   }
@@ -296,7 +297,7 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
     weft_gemm_config_t cfg;
     if (all[i] == WEFT_ALGO_COPY_ENGINE && m % comm->local_world) continue;
     if (all[i] == WEFT_ALGO_LL && !gemm_ar_ll_takes(comm, &p, &whole, &cfg)) continue;
-    if (all[i] == WEFT_ALGO_TWO_SHOT && !gemm_ar_cols_takes(comm, &p, &whole, &cfg)) continue;
+    if (all[i] == WEFT_ALGO_TWO_SHOT && !gemm_ar_cols_takes(comm, &p, &whole, c, &cfg)) continue;
     cand[nc++] = all[i];
   }
   weft_gemm_rs_call_t x = {&p, a, b, c, workspace};
