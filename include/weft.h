@@ -556,17 +556,17 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     copies into c. No handshake, no second pass over c; the workspace is not used. Measured no
  *     faster than the sequential form on two H100s, so AUTO does not take it.
  *   WEFT_ALGO_TWO_SHOT (AUTO's choice where it takes the shape: 64 < m <= 128 with 16-bit out
- *     and c 16-byte aligned, where the GEMM runs one row of unsplit 128 x 128 tiles, or 128 x 64 tiles filling 3/4 of
- *     the SMs or more: on 132 SMs n of about 6.3K columns and up, to about 64K; elsewhere it
- *     runs sequentially): the whole AllReduce inside the GEMM's epilogue, one kernel. Each rank
- *     owns a 1/world share of the tile columns; a tile of another rank's share goes into that
- *     rank's staging (16 MiB of the heap, the form's own; the workspace is not used), an own
- *     tile (computed last) adds the peers' partials to its fp32 accumulators and stores the
- *     sums into every rank's c. A decode GEMM's tiles all end together, so this saves the
- *     sequential form's AllReduce kernel around the same traffic: 4 H200s, 128 x 16384 x 53248:
- *     0.131-0.133 ms against 0.143-0.146 (1.20-1.23x cuBLAS + NCCL against 1.10-1.12x); 128 x
- *     8192 x 28672: 0.050 against 0.055; 2 H200s, the same: 0.072 against 0.077
- *     (bench/results/2026-11-27-stop41.md).
+ *     and c 16-byte aligned, where the GEMM runs one row of unsplit 128 x 128 tiles, or 128 x 64
+ *     tiles filling 3/4 of the SMs or more: on 132 SMs n of about 6.3K columns and up, to about
+ *     64K; elsewhere it runs sequentially): the whole AllReduce inside the GEMM's epilogue, one
+ *     kernel. Each rank owns a 1/world share of the tile columns; a tile of another rank's share
+ *     goes into that rank's staging (16 MiB of the heap, the form's own; the workspace is not
+ *     used), an own tile (computed last) adds the peers' partials to its fp32 accumulators and
+ *     stores the sums into every rank's c. A decode GEMM's tiles all end together, so this
+ *     saves the sequential form's AllReduce kernel around the same traffic: 4 H200s, 128 x 16384
+ *     x 53248: 0.131-0.133 ms against 0.143-0.146 (1.20-1.23x cuBLAS + NCCL against
+ *     1.10-1.12x); 128 x 8192 x 28672: 0.050 against 0.055; 2 H200s, the same: 0.072 against
+ *     0.077 (bench/results/2026-11-27-stop41.md).
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.
  * The SM and two-shot forms need no barrier at the start of a call: the SM form's consumer's
  * handshake orders the calls, and a peer stores into this rank's two-shot staging only once this
