@@ -212,7 +212,8 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
    * and x29568, 1-2% on x16384x53248, 1-3% slower on 8192x4096x11008 (H200s, 2026-11-26,
    * bench/results/2026-11-26q-stop29.md). At 2 ranks 1-5% faster on all five M = 8192 shapes. */
   int ctile = cfg.bm * cfg.cluster;
-  int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 && seg % 16 == 0;
+  int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 &&
+            seg % 16 == 0 && (uintptr_t)c % 16 == 0; /* (c: tm_c_all's base, 16-byte aligned) */
   if (epi)
     while (cfg.group > 1 && seg_rows < 2 * cfg.group * ctile) cfg.group /= 2;
   int group_rows = cfg.group * ctile;
