@@ -102,6 +102,7 @@ static void *sym_alloc(size_t bytes) {
 typedef struct tcase {
   int op, id;
   int m, n, k, kmaj, in_place, pad_a, pad_b, pad_c;
+  int c_off; /* AR: c starts this many bytes into its symmetric allocation */
   weft_dtype_t in, out;
   weft_algo_t algo;
   /* buffers */
@@ -158,7 +159,7 @@ static void setup(tcase_t *t) {
     OK(weft_gemm_rs_workspace_size(comm, t->m, t->n, t->out, &ws));
     t->sym_bytes = ws;
     t->sym = sym_alloc(ws);
-    if (t->op == OP_AR) t->csym = sym_alloc((size_t)t->m * t->n * eo);
+    if (t->op == OP_AR) t->csym = sym_alloc((size_t)t->m * t->n * eo + (size_t)t->c_off);
     /* the reference sums every rank's partial of these rows, drawn again from its seeds */
     CUdeviceptr qa = dev_alloc(na * 2), qb = dev_alloc(nb * 2);
     t->ref = dev_alloc((size_t)rows * t->n * 8);
@@ -176,7 +177,7 @@ static void setup(tcase_t *t) {
   }
   t->c_bytes = (size_t)t->c_rows * t->ldc * eo;
   if (t->op != OP_AR) t->c = dev_alloc(t->c_bytes);
-  else t->c = DP(t->csym);
+  else t->c = DP(t->csym) + (size_t)t->c_off;
   OK(weft_stream_synchronize(comm, s));
 }
 
@@ -556,6 +557,14 @@ int main(void) {
       one_form(make(op, 128, 8448, 1024, 1, WEFT_DTYPE_FP16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
       one_form(make(op, 96, 8192, 2048, 0, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 1);
       one_form(make(op, 128, 4096, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT), 0);
+      /* c 8 bytes off 16-byte alignment (its sums' TMA stores need it): the sequential form; and
+       * the copy-engine form's reduction after the GEMM in place of its own-segment epilogue */
+      tcase_t off = make(op, 128, 9216, 1024, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_TWO_SHOT);
+      off.c_off = 8;
+      one_form(off, 0);
+      off = make(op, world * 256, 1024, 320, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP16, WEFT_ALGO_COPY_ENGINE);
+      off.c_off = 8;
+      one(off);
     }
     /* k = 0 */
     one(make(op, op == OP_AG ? 70 : world * 70, 90, 0, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_FP32,
