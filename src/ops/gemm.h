@@ -153,8 +153,8 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
  * (weft_gemm_hooks_t.ar_cols): c unchanged where it is one already; 128 x 128 tiles split in k,
  * and two rows of unsplit 64 x 128 tiles, become 128 x 64 tiles, unsplit, where they fill 3/4
  * to all of the sms SMs in one wave (the 8192-column rows of GEMM + AllReduce's table: 128
- * tiles). 0 where p or c does not
- * take it (m > 128, other tiles, clusters, a split tail, or C rows TMA cannot store). */
+ * tiles). 0 where p or c does not take it (m > 128, other tiles, clusters, a split tail, or C
+ * rows TMA cannot store). */
 int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_config_t *c);
 
 /* c as the kernel of the LL epilogue (weft_gemm_hooks_t.ll_area), which is the direct-store

@@ -18,9 +18,10 @@
  *     128-row tiles, unsplit (weft_gemm_config_unsplit), 16-bit C): the whole AllReduce inside
  *     the GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the
  *     tile columns; a tile of another rank's share is stored into that rank's staging slot of
- *     this rank (GEMM_AR_STAGING_BYTES of the heap) and counted on its arrival word; an own tile (the rank's share comes last in its
- *     order) waits for its peers' partials, adds them to its fp32 accumulators and stores the sums
- *     into every rank's c; the kernel ends when every column's sums have landed here. One launch:
+ *     this rank (GEMM_AR_STAGING_BYTES of the heap) and counted on its arrival word; an own tile
+ *     (the rank's share comes last in its order) waits for its peers' partials, adds them to its
+ *     fp32 accumulators and stores the sums into every rank's c; the kernel ends when every
+ *     column's sums have landed here. One launch:
  *     no barrier, no handshake kernel, no second pass over c, and every word it counts on is zero
  *     again at its end. A decode GEMM's tiles all end together, so what this saves is the
  *     sequential form's AllReduce kernel around the same two-shot traffic: its launch, its read
@@ -188,10 +189,11 @@ static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
  * aligned), and its GEMM configuration (the plan's). */
 static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
                               const weft_ops_plan_t *plan, const void *c, weft_gemm_config_t *cfg) {
-  weft_ops_gemm_config(comm, p, plan, cfg);
   int world = comm->local_world;
-  return world > 1 && p->out != WEFT_DTYPE_FP32 && (uintptr_t)c % 16 == 0 &&
-         weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) &&
+  /* (the shape's cheap refusals first: AUTO asks on every call, of any m) */
+  if (world < 2 || p->m > 128 || p->out == WEFT_DTYPE_FP32 || (uintptr_t)c % 16) return 0;
+  weft_ops_gemm_config(comm, p, plan, cfg);
+  return weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) &&
          (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS &&
          (size_t)world * gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out)) <=
              GEMM_AR_STAGING_BYTES;
@@ -203,7 +205,8 @@ static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *
                                   void *c, CUstream stream) {
   weft_ops_t *o = &comm->ops;
   int me = comm->local_rank, world = comm->local_world;
-  int tiles_n = (p->n + cfg->bn - 1) / cfg->bn, seg = (tiles_n + world - 1) / world;
+  int tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
+  int seg = weft_gemm_ar_cols_width(p->n, cfg->bn, world) / cfg->bn; /* tile columns a rank */
   size_t slot = gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out));
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
@@ -255,7 +258,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
     weft_gemm_config_t cfg;
     if (gemm_ar_cols_takes(comm, p, plan, c, &cfg))
       return gemm_ar_cols(comm, p, &cfg, a, b, c, stream);
-    if (plan->algo == WEFT_ALGO_TWO_SHOT) algo = WEFT_ALGO_SEQUENTIAL; /* a shape it does not take */
+    if (plan->algo == WEFT_ALGO_TWO_SHOT) algo = WEFT_ALGO_SEQUENTIAL; /* a shape it refuses */
   }
   if (p->k && plan->algo == WEFT_ALGO_LL) {
     weft_gemm_config_t cfg;
