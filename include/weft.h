@@ -239,6 +239,11 @@ WEFT_API weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t 
 /* allocation and no reset inside a call, so each is capturable in a CUDA graph)               */
 /* ------------------------------------------------------------------------------------------ */
 
+/* The collectives and the overlapped ops of one communicator share its epochs, flags and scratch:
+ * every rank issues them in the same order, one at a time (stream-ordered: one stream, or
+ * streams joined by events), as NCCL asks of one communicator's operations. Work that must run at
+ * the same time on different streams needs a communicator each (weft_comm_init again). */
+
 typedef enum weft_dtype {
   WEFT_DTYPE_UINT8 = 0,
   WEFT_DTYPE_INT32,
@@ -309,8 +314,6 @@ typedef enum weft_red_op {
  * kernels: SUM's are loaded at weft_comm_init, another operator's at its first call (compiled
  * once, then from the disk cache), which may come inside a CUDA graph capture. Buffers must be
  * aligned to the element size; any count and any offset otherwise.
- * Calls of the two ops on one communicator share epochs and scratch: issue them in one order on
- * every rank, one at a time (stream-ordered), as every collective.
  *
  * ReduceScatter: recvbuf[i] = op over ranks r of rank r's sendbuf[rank * recvcount + i].
  * sendbuf ([world * recvcount] elements) must come from weft_malloc (symmetric) where peers read
@@ -475,7 +478,7 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
 /* The overlapped ops share weft_gemm's rules for dtypes, layouts, strides and alignment, run
  * over the ranks of one node, on the caller's stream (capturable in a CUDA graph), and are
  * collective: every rank calls them in the same order with the same m, n, k, dtypes, layout and
- * algo. algo: WEFT_ALGO_AUTO overlaps where overlap can win and runs the GEMM and the
+ * algo, one at a time (see Collectives). algo: WEFT_ALGO_AUTO overlaps where overlap can win and runs the GEMM and the
  * collective one after the other where it cannot (small m: WEFT_OVERLAP_MIN_ROWS); both can be
  * forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy engines move the data while every SM
  * computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM form as well). Each
