@@ -355,6 +355,17 @@ int main(void) {
     if (c.bm != (fast ? 128 : 64) || c.bn != 64 || c.k_splits != (fast ? 2 : 1))
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
+  /* two 128-row tile rows over 3/4 to all of the SMs in 64-column tiles: unclustered 128x64 tiles,
+   * unsplit, up to 112 k-blocks; from 128 the 2x1 clusters with a split tail (results stop 42
+   * section 5; both GPUs, both layouts of B) */
+  for (int i = 0; i < 8; i++) {
+    int k = i & 1 ? 8192 : 7168, kmaj = (i >> 1) & 1;
+    weft_gemm_problem_t pt = {256, 4096, k, k, kmaj ? k : 4096, 4096, WEFT_DTYPE_BF16,
+                              WEFT_DTYPE_BF16, kmaj, 0};
+    choose_hooked(&pt, i & 4 ? &WEFT_GPU_H200 : &WEFT_GPU_H100_SXM, &c);
+    if ((c.bm == 128 && c.bn == 64 && c.cluster == 1 && c.tail_splits < 2) != !(i & 1))
+      fail("256x4096: the two tile rows' 128x64 tiles moved (update the test)");
+  }
   /* splits whose clusters the GPU cannot hold at once (30 of 4 CTAs, 15 of 8): half as many
    * clustered, except 64-column tiles over long splits with fast memory (results stop 37) */
   static const struct {

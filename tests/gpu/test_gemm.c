@@ -553,6 +553,16 @@ int main(int argc, char **argv) {
     one(&lk, "decode long k");
     lk = problem(128, 6656, 16384, 0, 0, 0, H, F, 1);
     one(&lk, "decode long k");
+    /* two 128-row tile rows (225-256 rows: no GPU transposes them) in unclustered 128x64 tiles:
+     * n of 50-65 64-column tiles (3/4 to all of 132 SMs), k of at most 112 k-blocks; both
+     * layouts, padded C and A */
+    for (int kmaj = 0; kmaj < 2; kmaj++) {
+      weft_gemm_problem_t tp = problem(225 + (int)(test_rand(&rng) % 32),
+                                       8 * (400 + (int)(test_rand(&rng) % 120)),
+                                       8 * (300 + (int)(test_rand(&rng) % 596)), 8 * kmaj, 0,
+                                       8 * kmaj, B, kmaj ? B : F, kmaj);
+      one(&tp, "two tile rows");
+    }
     /* strides wider than the rows; odd n and ldc (the direct store); odd m */
     for (int i = 0; i < 12; i++) {
       int kmaj = (int)(test_rand(&rng) & 1);
