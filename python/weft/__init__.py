@@ -6,7 +6,7 @@ torch tensors; every op runs on the caller's current CUDA stream (or the `stream
 capturable in a CUDA graph, as the C calls are, but for one thing: ag_gemm (without `gathered`),
 gemm_rs and gemm_ar keep a symmetric buffer that their first call, or one with a larger shape,
 allocates collectively, which a capture cannot hold (weft.Error there): call them once before
-capturing. Usage, under `torchrun --nproc-per-node 4`:
+capturing, or size that buffer with `Comm.reserve`. Usage, under `torchrun --nproc-per-node 4`:
 
     import torch, weft
     comm = weft.Comm()                                 # collective; binds GPU = local rank
@@ -264,7 +264,7 @@ class Comm:
             raise Error("Comm", INVALID_USAGE,
                         f"invalid usage: the ops' {name} buffer must grow to {nbytes} bytes, a "
                         "collective allocation that a CUDA graph capture cannot hold: make this "
-                        "call once before the capture")
+                        "call once before the capture, or Comm.reserve it")
         if t is not None:
             torch.cuda.synchronize(self.device)  # earlier calls on any stream may still use it
             del self._scratch[name]
@@ -447,15 +447,35 @@ class Comm:
                    self._stream(stream))
         return out
 
+    def _workspace_bytes(self, m, n, dout):
+        size = ctypes.c_size_t()
+        self._call("weft_gemm_rs_workspace_size", m, n, dout, ctypes.byref(size))
+        return size.value
+
+    def reserve(self, op, m, n, k, dtype=None):
+        """Sizes the buffer that op keeps ("ag_gemm" without `gathered`, "gemm_rs" or "gemm_ar")
+        for calls up to this shape now, so that a CUDA graph capture can hold the op's first
+        call. m, n, k as the op's: a is [m, k] (ag_gemm: this rank's rows, k the whole
+        reduction dimension; gemm_rs / gemm_ar: k this rank's share), n the output's columns.
+        dtype: ag_gemm's a, gemm_rs's and gemm_ar's output (default torch.bfloat16). Collective:
+        every rank, the same arguments, outside a capture."""
+        dtype = torch.bfloat16 if dtype is None else dtype
+        if op == "ag_gemm":
+            nbytes = self.world_size * m * k * torch.empty((), dtype=dtype).element_size()
+        elif op in ("gemm_rs", "gemm_ar"):
+            nbytes = self._workspace_bytes(m, n, _dtype(dtype))
+        else:
+            raise ValueError(f"reserve takes ag_gemm, gemm_rs or gemm_ar, not {op!r}")
+        self._scratch_buffer("ag_gemm" if op == "ag_gemm" else "gemm_rs", nbytes)
+
     def _gemm_reduced(self, op, a, b, out, rows, layout, algo, out_dtype, stream):
         """weft_gemm_rs or weft_gemm_ar (one C signature): out [rows, n] made where None, the
         workspace kept by the communicator."""
         m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
         pa, lda = self._matrix(a, "a")
         out = self._out(out, (rows, n), odt, f"{op}'s out")
-        size = ctypes.c_size_t()
-        self._call("weft_gemm_rs_workspace_size", m, n, dout, ctypes.byref(size))
-        ws = self._ptr(self._scratch_buffer("gemm_rs", size.value), "workspace")
+        ws = self._ptr(self._scratch_buffer("gemm_rs", self._workspace_bytes(m, n, dout)),
+                       "workspace")
         self._call("weft_" + op, ctypes.c_void_p(pa), lda, ctypes.c_void_p(pb), ldb,
                    ctypes.c_void_p(self._ptr(out, "out")), ctypes.c_void_p(ws), m, n, k, din,
                    dout, lay, _enum(ALGOS, algo, "algo"), self._stream(stream))

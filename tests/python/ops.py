@@ -279,8 +279,8 @@ b = torch.empty(gk, gn, dtype=torch.bfloat16, device=DEV)
 side = torch.cuda.Stream()
 side.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(side):
-    comm.gemm_ar(a, b, c, layout="kn")  # outside the capture: its first call sizes its
-                                         # workspace (a collective weft_malloc)
+    comm.reserve("gemm_ar", m, gn, gk)  # its workspace (a collective weft_malloc) sized
+                                         # outside the capture: the first call is captured
     comm.synchronize(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
@@ -312,6 +312,29 @@ try:
 except weft.Error as e:
     check(e.status_name == "INVALID_USAGE" and "capture" in e.text,
           f"ag_gemm's first buffer inside a capture: {e}")
+# ... and one reserved ahead is not: a captured first ag_gemm, replayed
+comm.reserve("ag_gemm", m, gn, gk)
+out = torch.empty(W * m, gn, dtype=torch.bfloat16, device=DEV)
+with torch.cuda.stream(side):
+    comm.synchronize(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        comm.ag_gemm(a, b, out=out, layout="kn", stream=side)
+a.copy_(rand(R, (m, gk), torch.bfloat16, "reserve a"))
+b.copy_(weights(R, gn, gk, "kn", torch.bfloat16, "reserve b"))
+poison(out)
+torch.cuda.synchronize()
+graph.replay()
+comm.synchronize()
+e = nerr(out, ref_mm(torch.cat([rand(r, (m, gk), torch.bfloat16, "reserve a") for r in range(W)]),
+                    b, "kn"))
+check(e <= 5e-3, f"ag_gemm captured after Comm.reserve, replayed: error {e:.2e}")
+del graph
+try:
+    comm.reserve("gemm", m, gn, gk)
+    check(False, "reserve of an op that keeps no buffer raises")
+except ValueError:
+    pass
 comm.free(c)
 comm.free(x)
 
