@@ -478,10 +478,11 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
 /* The overlapped ops share weft_gemm's rules for dtypes, layouts, strides and alignment, run
  * over the ranks of one node, on the caller's stream (capturable in a CUDA graph), and are
  * collective: every rank calls them in the same order with the same m, n, k, dtypes, layout and
- * algo, one at a time (see Collectives). algo: WEFT_ALGO_AUTO overlaps where overlap can win and runs the GEMM and the
- * collective one after the other where it cannot (small m: WEFT_OVERLAP_MIN_ROWS); both can be
- * forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy engines move the data while every SM
- * computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM form as well). Each
+ * algo, one at a time (see Collectives). algo: WEFT_ALGO_AUTO overlaps where overlap can win and
+ * runs the GEMM and the collective one after the other where it cannot (small m:
+ * WEFT_OVERLAP_MIN_ROWS); both can be forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy
+ * engines move the data while every SM computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM
+ * form as well). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
  * buffer a peer still reads from the previous call). */
 /* AUTO overlaps from this many rows of C a rank (C's rows over the ranks: the rows a rank
