@@ -455,15 +455,16 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
     c->tail_splits = GEMM_TAIL_SPLITS;
     c->bm = 128;
     c->cluster = cl;
-    /* Two tile rows (129-256 rows, not transposed) over few columns and at most 112 k-blocks:
+    /* Two tile rows (129-256 rows, not transposed) over few columns and at most 128 k-blocks:
      * where 128 x 64 tiles fill 3/4 to all of the SMs (128-column ones half at most), those,
      * unclustered and unsplit, rather than 2x1 clusters of 128-column tiles with a split tail
-     * (H200, cold, two runs of each build alternating, 2026-11-27, bench/results/
-     * 2026-11-27d-stop42.md section 5: n = 3584 and 4096 at k = 2752-7168 with either B 3-26%
-     * faster, 256x4096x2752 [k, n] 17.6 -> 13.8 us against cuBLAS's 14.4; at k = 14336, 224
-     * k-blocks, 6-15% slower; at n = 2752, 86 tiles, +3%) */
+     * (cold, two runs of each build alternating, 2026-11-27, bench/results/2026-11-27d-stop42.md
+     * sections 5 and 9: n = 3584 and 4096 at k = 2752-8192 with either B, H200 0-26% faster,
+     * H100 12-34%; 256x4096x2752 [k, n] on the H200 17.6 -> 13.8 us against cuBLAS's 14.4; at
+     * 144 k-blocks -6% to +1% on the H200, at 160-176 up to 7% slower, at 224 6-15%; at
+     * n = 2752, 86 tiles, +3%) */
     long long col64 = (p->n + 63) / 64;
-    if (tiles_m == 2 && 2 * col64 <= sms && 8 * col64 >= 3LL * sms && nkb <= 112) {
+    if (tiles_m == 2 && 2 * col64 <= sms && 8 * col64 >= 3LL * sms && nkb <= 128) {
       c->bn = 64, c->cluster = 1, c->tail_splits = 0;
       c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 1;
     }
