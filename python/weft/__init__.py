@@ -435,7 +435,7 @@ class Comm:
         m, k, n, (pb, ldb), din, dout, lay, odt = self._gemm_args(a, b, layout, out_dtype, out)
         rows = self.world_size * m
         if gathered is None:
-            gathered = self._scratch_buffer("ag_gemm", rows * k * a.element_size())
+            gathered = self._scratch_buffer("ag_gemm", self._gathered_bytes(m, k, a.element_size()))
         else:
             self._same(gathered, a, "ag_gemm's gathered")
             self._numel(gathered, rows * k, "ag_gemm's gathered")
@@ -446,6 +446,9 @@ class Comm:
                    ctypes.c_void_p(pc), ldc, m, n, k, din, dout, lay, _enum(ALGOS, algo, "algo"),
                    self._stream(stream))
         return out
+
+    def _gathered_bytes(self, m, k, elem):
+        return self.world_size * m * k * elem
 
     def _workspace_bytes(self, m, n, dout):
         size = ctypes.c_size_t()
@@ -461,7 +464,7 @@ class Comm:
         every rank, the same arguments, outside a capture."""
         dtype = torch.bfloat16 if dtype is None else dtype
         if op == "ag_gemm":
-            nbytes = self.world_size * m * k * torch.empty((), dtype=dtype).element_size()
+            nbytes = self._gathered_bytes(m, k, torch.empty((), dtype=dtype).element_size())
         elif op in ("gemm_rs", "gemm_ar"):
             nbytes = self._workspace_bytes(m, n, _dtype(dtype))
         else:

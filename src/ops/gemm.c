@@ -201,6 +201,18 @@ static void config_fit(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
   while (weft_gemm_smem_bytes(c) > WEFT_GEMM_MAX_SMEM && c->stages > 2) c->stages--;
 }
 
+/* Whether `tiles` fill 3/4 to all of the SMs in one wave. */
+static int fills_one_wave(long long tiles, int sms) {
+  return tiles <= sms && 4 * tiles >= 3LL * sms;
+}
+
+/* c as 128 x 64 tiles, unclustered, unsplit, with as many stages as fit (config_fit after). */
+static void tiles_128x64(weft_gemm_config_t *c) {
+  c->bm = 128, c->bn = 64, c->a_rows = 0, c->cluster = 1, c->tail_splits = 0;
+  c->splitk = 0, c->k_splits = 1, c->splitk_cluster = 0;
+  c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 1;
+}
+
 /* The most splits of nkb k-blocks: at least 16 k-blocks a split, or 8 for two. */
 static long long k_split_cap(long long nkb) {
   return nkb / 16 >= 2 ? nkb / 16 : nkb / 8 >= 2 ? 2 : 1;
@@ -463,11 +475,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
      * H100 12-34%; 256x4096x2752 [k, n] on the H200 17.6 -> 13.8 us against cuBLAS's 14.4; at
      * 144 k-blocks -6% to +1% on the H200, at 160-176 up to 7% slower, at 224 6-15%; at
      * n = 2752, 86 tiles, +3%) */
-    long long col64 = (p->n + 63) / 64;
-    if (tiles_m == 2 && 2 * col64 <= sms && 8 * col64 >= 3LL * sms && nkb <= 128) {
-      c->bn = 64, c->cluster = 1, c->tail_splits = 0;
-      c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 1;
-    }
+    if (tiles_m == 2 && fills_one_wave(2 * ((p->n + 63) / 64), sms) && nkb <= 128)
+      tiles_128x64(c);
   }
   if (!c_takes_tma(p)) c->splitk = 1, c->tail_splits = 0; /* direct store, k_splits as chosen */
   config_fit(p, c);
@@ -489,13 +498,10 @@ int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_co
   if (c->bm == 128 && !c->splitk) return 1;
   /* 128 x 128 tiles split in k, or two rows of 64 x 128 tiles (as many CTAs; 128 x 64 tiles ran
    * within 0.5% of them at k a multiple of 64: dev/gemm/NOTES.md) */
-  long long tiles = (p->n + 63) / 64;
-  if (c->bn != 128 || (c->bm == 64 && (p->m <= 64 || c->splitk)) || tiles > sms ||
-      4 * tiles < 3LL * sms)
+  if (c->bn != 128 || (c->bm == 64 && (p->m <= 64 || c->splitk)) ||
+      !fills_one_wave((p->n + 63) / 64, sms))
     return 0;
-  c->bm = 128, c->a_rows = 0;
-  c->bn = 64, c->splitk = 0, c->k_splits = 1, c->splitk_cluster = 0;
-  c->stages = WEFT_GEMM_MAX_STAGES, c->epi_bufs = 2;
+  tiles_128x64(c);
   config_fit(p, c);
   return 1;
 }
