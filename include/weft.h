@@ -131,8 +131,13 @@ WEFT_API weft_status_t weft_comm_init(weft_comm_t **comm, const weft_comm_config
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 
 /* Ends every wait of this communicator now, on the host and in running kernels (which poll an
- * abort flag and trap). Safe from another thread. After it, only weft_comm_destroy is valid,
- * and the CUDA context of this process is unusable if a kernel was stopped. */
+ * abort flag and trap), on this rank and on every other rank of its node: the flag is one word
+ * the node's ranks share, which a rank's watchdog also raises when one of its kernels times out
+ * or its context fails, so that no rank waits on for a peer that has failed. Each rank then says
+ * once (a WARN line, whether or not it calls weft again) what failed: the op, rank, peer, signal
+ * and values, or which rank's failure stopped it. Safe from another thread. After it, only
+ * weft_comm_destroy is valid, and the CUDA context of this process is unusable if a kernel was
+ * stopped. */
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 
 /* The text of the last failure on this communicator; "" when none. Never NULL. */

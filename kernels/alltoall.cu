@@ -129,7 +129,7 @@ static __device__ __forceinline__ void a2a_copy(char *dst, const char *src, weft
 static __device__ __noinline__ void a2a_mismatch(const char *op, int p, weft_u64_t mine,
                                                  weft_u64_t theirs, weft_u64_t elem) {
   int peer = weft_state.node_first_rank + p;
-  weft_error_record(WEFT_DEVICE_ERROR_MISMATCH, op, peer, ~0ull, mine / elem, theirs / elem);
+  weft_error_record(WEFT_DEVICE_ERROR_MISMATCH, op, peer, -1, ~0ull, mine / elem, theirs / elem);
   printf("weft: rank %d, %s: %llu elements here, rank %d has %llu\n", weft_state.rank, op,
          mine / elem, peer, theirs / elem);
 }

@@ -162,9 +162,6 @@
  *                        cluster tile row, which reads every byte of B once: the streamed B
  *                        then leaves L2 to A, which every tile reads (decode shapes m = 1-128,
  *                        same-call A/Bs: H200 1-4% faster, H100 -3% to +1%)
- *   WEFT_GEMM_TIMEOUT_PRINTF [0] 1: a timed-out wait also printf()s its report. Costly: any
- *                        call in the kernel makes ptxas serialise every wgmma (C7510), so
- *                        only for debugging; the error record (param 18) is always written
  *   WEFT_GEMM_PRODUCER_REGS [40], WEFT_GEMM_CONSUMER_REGS [232]: setmaxnreg targets (48 and 224
  *                        with TAIL and a hook)
  *
@@ -185,8 +182,8 @@
  *  10  int wait_rows_per_signal
  *  11  unsigned long long wait_expected  the wait passes when signal >= expected (epochs)
  *  12  unsigned long long timeout_ns     deadline of each wait (%globaltimer); on expiry the
- *                                       kernel fills *error (param 18) and traps (printf too
- *                                       with -DWEFT_GEMM_TIMEOUT_PRINTF=1: see that define)
+ *                                       kernel fills *error (param 18) and traps; so does an
+ *                                       abort (the node's word, weft_state.abort_flag)
  *  13  unsigned long long *notify_counters  HOOK_NOTIFY: each consumer WG adds 1 after its
  *                                       64-row sub-tile is stored, on counter
  *                                       [sub-tile first row / notify_rows_per_counter]; one
@@ -337,9 +334,6 @@
 #endif
 #ifndef WEFT_GEMM_TAIL
 #define WEFT_GEMM_TAIL 0
-#endif
-#ifndef WEFT_GEMM_TIMEOUT_PRINTF
-#define WEFT_GEMM_TIMEOUT_PRINTF 0
 #endif
 #ifndef WEFT_GEMM_AR_OWN
 #define WEFT_GEMM_AR_OWN 0
@@ -757,7 +751,8 @@ __device__ __forceinline__ weft_gemm_ll_t weft_gemm_ll_dst(void *area, const u64
 
 /* Line `line` (8 payload bytes lo | hi << 32) into every rank's copy, this rank's first: the
  * line of weft/ll.cuh's weft_ll_store16, written out here because that header brings in
- * weft/sync.cuh's printf()ing waits, and a call reachable in this kernel serialises its wgmmas. */
+ * weft/sync.cuh's waits, whose failure report is a call, and a call reachable in this kernel
+ * serialises its wgmmas. */
 __device__ __forceinline__ void weft_gemm_ll_line(const weft_gemm_ll_t *d, u64 line, u32 lo,
                                                   u32 hi) {
   unsigned char *at = d->slot + line * 16;
@@ -1135,36 +1130,56 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
 }
 
 #if WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_AR_OWN
+/* The runtime's state block (weft/device.cuh declares it for the device library, which this
+ * kernel does not include): the rank and the node's abort word, for the waits below. */
+__constant__ weft_device_state_t weft_state;
+
 /* Bounded spin of the waiter thread on one signal word (written by a peer GPU, the copy
- * engine or the host: .sys acquire). Returns 0 when the signal reached `expected`, 1 on timeout
- * with the last value seen in *observed. The report (printf + trap) is made at the end of the
- * kernel: a call (printf) reachable here would make ptxas serialise every wgmma (C7510). */
-__device__ __forceinline__ int weft_gemm_wait_signal(const u64 *sig, u64 expected, u64 timeout_ns,
-                                                     u64 *observed) {
+ * engine or the host: .sys acquire), which also ends when the node's abort word is raised (read
+ * every 1024 spins). Returns 0 when the signal reached `expected`, else WEFT_DEVICE_ERROR_TIMEOUT
+ * or WEFT_DEVICE_ERROR_ABORTED with the last value seen in *observed. The report (and trap) is
+ * made by the caller: a call (printf) reachable here would make ptxas serialise every wgmma
+ * (C7510). */
+__device__ __forceinline__ unsigned weft_gemm_wait_signal(const u64 *sig, u64 expected,
+                                                          u64 timeout_ns, u64 *observed) {
   u64 v = weft_gemm_ld_acquire_sys(sig);
   if (v >= expected) return 0;
   u64 t0 = weft_gemm_globaltimer();
-  for (;;) {
+  for (unsigned spins = 1;; spins++) {
     v = weft_gemm_ld_acquire_sys(sig);
     if (v >= expected) return 0;
-    if (weft_gemm_globaltimer() - t0 > timeout_ns) {
-      *observed = v;
-      return 1;
+    if ((spins & 1023) == 0) {
+      const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
+      unsigned st = ab && *ab ? WEFT_DEVICE_ERROR_ABORTED
+                    : weft_gemm_globaltimer() - t0 > timeout_ns ? WEFT_DEVICE_ERROR_TIMEOUT
+                                                                : 0u;
+      if (st) {
+        *observed = v;
+        return st;
+      }
     }
   }
 }
 
-/* Fills the host-mapped error record (first reporter wins): op "gemm tile <t>", the signal's
- * index in wait_signals[], expected and observed. No calls here (see above). */
-__device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e, int tile,
-                                                         int index, u64 expected, u64 observed) {
-  if (!e || atomicCAS((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_TIMEOUT) != 0u) return;
-  e->rank = -1;
-  e->peer = -1;
+/* Fills the host-mapped error record (first reporter wins) with status (a timeout or an abort):
+ * op "<op> tile <t>" (ag_gemm's per-tile wait, or gemm_ar's own-segment waits), this rank, the
+ * peer whose signal it waited on (signal s of ag_gemm is rank s's rows; flag q of gemm_ar is
+ * peer q's; -1 for a word many peers count on), the signal's index, expected and observed. No
+ * calls here (see above). */
+__device__ __forceinline__ void weft_gemm_report(weft_device_error_t *e, unsigned status, int tile,
+                                                 int peer, int index, u64 expected, u64 observed) {
+  if (!e || atomicCAS_system((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY) != 0u) return;
+  e->rank = weft_state.rank;
+  e->peer = peer;
+  e->cmp = 3; /* WEFT_CMP_GE */
   e->signal_index = (u64)index;
   e->expected = expected;
   e->observed = observed;
-  const char *pre = "gemm tile ";
+#if WEFT_GEMM_HOOK_WAIT
+  const char *pre = "ag_gemm tile ";
+#else
+  const char *pre = "gemm_ar tile ";
+#endif
   int i = 0;
   for (; pre[i]; i++) e->op[i] = pre[i];
   unsigned t = (unsigned)tile;
@@ -1173,28 +1188,32 @@ __device__ __forceinline__ void weft_gemm_report_timeout(weft_device_error_t *e,
   for (int k = n - 1; k >= 0; k--, t /= 10) e->op[i + k] = (char)('0' + t % 10);
   e->op[i + n] = 0;
   __threadfence_system();
+  *(volatile unsigned *)&e->status = status;
+  __threadfence_system();
 }
 #endif
 
 #if WEFT_GEMM_AR_OWN
-/* Until *word counts `need`; at the deadline the report (tile, signal index) and a trap. */
+/* Until *word counts `need`; at the deadline or an abort the report (tile, peer, signal index)
+ * and a trap. */
 __device__ __forceinline__ void weft_gemm_ar_wait_word(const u64 *word, u64 need, u64 timeout_ns,
                                                        weft_device_error_t *error, int tile,
-                                                       int index) {
+                                                       int peer, int index) {
   u64 got;
-  if (weft_gemm_wait_signal(word, need, timeout_ns, &got)) {
-    weft_gemm_report_timeout(error, tile, index, need, got);
+  unsigned st = weft_gemm_wait_signal(word, need, timeout_ns, &got);
+  if (st) {
+    weft_gemm_report(error, st, tile, peer, index, need, got);
     asm volatile("trap;");
   }
 }
 
 /* Until every peer's arrival flag (flags[q], q != me) counts `need` chunks of the own segment
- * landed (the report's signal: the peer). */
+ * landed (the report's signal and peer: q). */
 __device__ __forceinline__ void weft_gemm_ar_wait_peers(const u64 *flags, int me, int world,
                                                         int need, u64 timeout_ns,
                                                         weft_device_error_t *error, int tile) {
   for (int q = 0; q < world; q++)
-    if (q != me) weft_gemm_ar_wait_word(flags + q, (u64)need, timeout_ns, error, tile, q);
+    if (q != me) weft_gemm_ar_wait_word(flags + q, (u64)need, timeout_ns, error, tile, q, q);
 }
 
 /* The rank after q of world (the AllGather stores go to the next rank first, as the
@@ -1518,6 +1537,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 
 #if WEFT_GEMM_HOOK_WAIT
   int to_tile = 0, to_index = 0;
+  unsigned to_status = 0;
   u64 to_observed = 0;
 #endif
   if (wg == 0) {
@@ -1631,7 +1651,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
        * whose counts come only after this grid has ended (a peer's sums wait for this rank's
        * partials) */
       if (blockIdx.x == 0) {
-        weft_gemm_ar_wait_word(ar_flags + tiles_n, (u64)tiles_n, timeout_ns, error, tiles_n, tiles_n);
+        weft_gemm_ar_wait_word(ar_flags + tiles_n, (u64)tiles_n, timeout_ns, error, tiles_n, -1,
+                               tiles_n);
         *(volatile u64 *)(ar_flags + tiles_n) = 0;
       }
 #endif
@@ -1655,7 +1676,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
-            if (weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed)) {
+            to_status = weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed);
+            if (to_status) {
               to_tile = w.tile;
               to_index = s;
               goto weft_gemm_timed_out;
@@ -2127,7 +2149,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           /* every peer's partial of the tile, once stored into this rank's staging */
           if (wtid == 0)
             weft_gemm_ar_wait_word(ar_flags + w.n0 / WEFT_GEMM_BN, (u64)(ll_world - 1) * ar_subtiles,
-                                   timeout_ns, error, w.tile, w.n0 / WEFT_GEMM_BN);
+                                   timeout_ns, error, w.tile, -1, w.n0 / WEFT_GEMM_BN);
           weft_gemm_named_sync(2 + cw, 128); /* thread 0 acquired: the partials are visible */
           const int seg0 = ll_rank * ar_seg_tiles * WEFT_GEMM_BN;
           weft_gemm_ar_add(d, ar_staging, ar_slot, ll_rank, ll_world, row_off + 16 * warp + lane / 4,
@@ -2250,12 +2272,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if WEFT_GEMM_HOOK_WAIT
   if (0) {
   weft_gemm_timed_out:
-    weft_gemm_report_timeout(error, to_tile, to_index, wait_expected, to_observed);
-#if WEFT_GEMM_TIMEOUT_PRINTF
-    printf("weft: gemm timed out: block %d, tile %d waiting on signal[%d]: expected >= %llu, "
-           "observed %llu after %llu ns\n",
-           (int)blockIdx.x, to_tile, to_index, wait_expected, to_observed, timeout_ns);
-#endif
+    weft_gemm_report(error, to_status, to_tile, to_index, to_index, wait_expected, to_observed);
     asm volatile("trap;");
   }
 #else

@@ -44,6 +44,8 @@ void weft_log(weft_log_level_t level, const char *file, int line, const char *fm
 weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *file, int line,
                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #define WEFT_ERR(comm, status, ...) weft_error((comm), (status), __FILE__, __LINE__, __VA_ARGS__)
+/* The same record without the log line: for a failure already said once (the watchdog's). */
+weft_status_t weft_error_quiet(weft_comm_t *comm, weft_status_t status, const char *text);
 
 /* Propagate a failed status (the callee already recorded the message). */
 #define WEFT_CHECK(call)                                                                  \

@@ -89,7 +89,7 @@ typedef struct weft_device_error {
   weft_u32 status;     /* 0, or WEFT_DEVICE_ERROR_* (WEFT_DEVICE_ERROR_BUSY while being written) */
   int rank;            /* world rank that waited */
   int peer;            /* rank it waited on, -1 if unknown */
-  int pad;
+  int cmp;             /* the wait's comparison (weft_cmp_t), -1 if unknown (>=) */
   weft_u64 signal_index; /* word index of the signal in the heap, or ~0 */
   weft_u64 expected;
   weft_u64 observed;

@@ -23,8 +23,9 @@
  *
  * Every wait is bounded: weft_state.timeout_ns from the first check, polled with %globaltimer;
  * the host-mapped abort flag (weft_comm_abort) is read every 1024 spins as well. On expiry or
- * abort the wait fills the host-mapped error record (first reporter only), prints one line and
- * traps; the host names rank, peer, signal and values from the record.
+ * abort the wait fills the host-mapped error record (first reporter only) and traps; the host's
+ * watchdog prints one line per rank from the record (rank, peer, signal and values) and raises
+ * the node's abort word, which ends the other ranks' waits (src/runtime/watchdog.c).
  */
 #ifndef WEFT_SYNC_CUH
 #define WEFT_SYNC_CUH
@@ -140,17 +141,6 @@ static __device__ __forceinline__ int weft_cmp(weft_u64_t v, int cmp, weft_u64_t
   }
 }
 
-static __device__ __forceinline__ const char *weft_cmp_name(int cmp) {
-  switch (cmp) {
-  case WEFT_CMP_EQ: return "==";
-  case WEFT_CMP_NE: return "!=";
-  case WEFT_CMP_GT: return ">";
-  case WEFT_CMP_GE: return ">=";
-  case WEFT_CMP_LT: return "<";
-  default: return "<=";
-  }
-}
-
 /* Word offset of a signal inside its rank's heap, wherever it is mapped (this rank's heap or a
  * local peer's), or ~0 when it is not in the symmetric heap. */
 static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) {
@@ -167,8 +157,8 @@ static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) 
  * WEFT_DEVICE_ERROR_BUSY, filled, then given its status, so that the host never reads a status
  * with half-written fields. */
 static __device__ __noinline__ void weft_error_record(unsigned status, const char *op, int peer,
-                                                     weft_u64_t index, weft_u64_t expected,
-                                                     weft_u64_t observed) {
+                                                     int cmp, weft_u64_t index,
+                                                     weft_u64_t expected, weft_u64_t observed) {
   weft_device_error_t *e = (weft_device_error_t *)weft_state.error;
   if (!e) return;
   /* System scope: the record is host memory, which the host frees with its own CAS. */
@@ -178,6 +168,7 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
   if (old != 0u) return;
   e->rank = weft_state.rank;
   e->peer = peer;
+  e->cmp = cmp;
   e->signal_index = index;
   e->expected = expected;
   e->observed = observed;
@@ -189,20 +180,15 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
   __threadfence_system();
 }
 
-/* Writes the error record, prints, and traps: a trapped kernel ends, its stream fails, and the
- * host reads the record from host-mapped memory. */
+/* Writes the error record and traps: a trapped kernel ends, its stream fails, and the host reads
+ * the record from host-mapped memory. No printf: every thread of a grid may get here, and the
+ * watchdog says it once per rank (a trapped kernel's printf buffer may never be flushed either). */
 static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *op, int peer,
                                                   const weft_u64_t *sig, int cmp,
                                                   weft_u64_t expected, weft_u64_t observed,
                                                   weft_u64_t waited_ns) {
-  weft_u64_t index = weft_signal_index(sig);
-  weft_error_record(status, op, peer, index, expected, observed);
-  if (status == WEFT_DEVICE_ERROR_TIMEOUT)
-    printf("weft: rank %d timed out in %s waiting on peer %d signal[%lld] (expected %s %llu, "
-           "observed %llu) after %llu ms\n", weft_state.rank, op, peer, (long long)index,
-           weft_cmp_name(cmp), expected, observed, waited_ns / 1000000ull);
-  else
-    printf("weft: rank %d: %s stopped by weft_comm_abort\n", weft_state.rank, op);
+  (void)waited_ns;
+  weft_error_record(status, op, peer, cmp, weft_signal_index(sig), expected, observed);
   asm volatile("trap;");
 }
 

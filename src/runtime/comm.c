@@ -33,8 +33,8 @@ const char *weft_comm_get_last_error(const weft_comm_t *comm) {
 weft_status_t weft_comm_check(weft_comm_t *comm) {
   if (!comm) return WEFT_ERR(NULL, WEFT_STATUS_INVALID_ARGUMENT, "comm is NULL");
   if (comm->aborted)
-    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "the communicator was aborted; only "
-                                               "weft_comm_destroy is valid now");
+    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "the communicator was aborted (%s); only "
+                    "weft_comm_destroy is valid now", weft_watchdog_reason(comm));
   return WEFT_STATUS_SUCCESS;
 }
 
@@ -121,15 +121,11 @@ static weft_status_t open_device(weft_comm_t *comm, int device) {
                     "symmetric heap needs", device);
   /* Host-mapped, so that the host can raise abort while a kernel spins, and read what a kernel
    * reported after it trapped (the context is then unusable, host memory is not). */
-  void *abort_host = NULL, *error_host = NULL;
-  WEFT_CU(comm, cuMemHostAlloc(&abort_host, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
-  comm->abort_host = abort_host;
+  void *error_host = NULL;
   WEFT_CU(comm, cuMemHostAlloc(&error_host, sizeof(weft_device_error_t),
                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   comm->error_host = error_host;
-  memset(abort_host, 0, 64);
   memset(error_host, 0, sizeof(weft_device_error_t));
-  WEFT_CU(comm, cuMemHostGetDevicePointer(&comm->abort_dev, abort_host, 0));
   WEFT_CU(comm, cuMemHostGetDevicePointer(&comm->error_dev, error_host, 0));
   return WEFT_STATUS_SUCCESS;
 }
@@ -206,7 +202,7 @@ static void comm_free(weft_comm_t *comm) {
   if (comm->ops.gpu.sms) weft_ops_destroy(comm);
   if (comm->runtime_module) weft_module_unload(comm->runtime_module);
   if (comm->heap.base) weft_heap_destroy(comm);
-  if (comm->abort_host) weft_cu.cuMemFreeHost((void *)comm->abort_host);
+  weft_watchdog_stop(comm);
   if (comm->error_host) weft_cu.cuMemFreeHost(comm->error_host);
   if (comm->quiet) weft_cu.cuStreamDestroy(comm->quiet);
   if (comm->context) weft_cu.cuDevicePrimaryCtxRelease(comm->device);
@@ -302,6 +298,7 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
 
   WEFT_CHECK_GOTO(weft_heap_create(comm, heap_size), st, fail);
+  WEFT_CHECK_GOTO(weft_watchdog_start(comm), st, fail);
   fill_state(comm);
   weft_multicast_check_env(comm); /* warns; multicast stays off (DESIGN.md, Safety) */
   mine.status = load_runtime_kernels(comm);
@@ -399,10 +396,9 @@ weft_status_t weft_comm_destroy(weft_comm_t *comm) {
 
 weft_status_t weft_comm_abort(weft_comm_t *comm) {
   WEFT_ARG(NULL, comm, "comm is NULL");
-  comm->aborted = 1;
-  if (comm->abort_host) {
-    __atomic_store_n(comm->abort_host, 1u, __ATOMIC_SEQ_CST);
-  }
+  char what[64];
+  snprintf(what, sizeof what, "rank %d called weft_comm_abort", comm->rank);
+  weft_watchdog_raise(comm, what);
   WEFT_WARN("rank %d: weft_comm_abort called", comm->rank);
   return WEFT_STATUS_SUCCESS;
 }
@@ -413,8 +409,13 @@ weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
   uint32_t status = __atomic_load_n(&comm->error_host->status, __ATOMIC_ACQUIRE);
   memcpy(&e, comm->error_host, sizeof e);
   /* BUSY: a kernel is still writing the record; its stream has not failed yet either. */
-  if (status == 0 || status == WEFT_DEVICE_ERROR_BUSY)
-    return comm->aborted ? WEFT_STATUS_ABORTED : WEFT_STATUS_SUCCESS;
+  if (status == 0 || status == WEFT_DEVICE_ERROR_BUSY) {
+    if (!comm->aborted) return WEFT_STATUS_SUCCESS;
+    char line[600];
+    snprintf(line, sizeof line, "rank %d: aborted because %s", comm->rank, weft_watchdog_reason(comm));
+    weft_watchdog_check(comm);
+    return weft_error_quiet(comm, WEFT_STATUS_ABORTED, line);
+  }
   e.op[sizeof e.op - 1] = 0;
   if (status == WEFT_DEVICE_ERROR_MISMATCH) {
     /* No kernel trapped: the context is sound, so the report is given once and the record freed
@@ -427,15 +428,11 @@ weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
                     e.rank, e.op, (unsigned long long)e.expected, e.peer,
                     (unsigned long long)e.observed);
   }
-  if (status == WEFT_DEVICE_ERROR_ABORTED)
-    return WEFT_ERR(comm, WEFT_STATUS_ABORTED, "rank %d: %s stopped by weft_comm_abort", e.rank, e.op);
-  char sig[32] = "?";
-  if (e.signal_index != ~0ull) snprintf(sig, sizeof sig, "%llu", (unsigned long long)e.signal_index);
-  return WEFT_ERR(comm, WEFT_STATUS_TIMEOUT,
-                  "rank %d timed out in %s waiting on rank %d, signal word %s: expected %llu, "
-                  "observed %llu (WEFT_TIMEOUT_MS=%llu)",
-                  e.rank, e.op, e.peer, sig, (unsigned long long)e.expected,
-                  (unsigned long long)e.observed, (unsigned long long)(comm->timeout_ns / 1000000));
+  char line[512];
+  weft_watchdog_describe(comm, &e, status, line, sizeof line);
+  weft_watchdog_check(comm); /* the line, said once per rank (it may not have looked yet) */
+  return weft_error_quiet(comm, status == WEFT_DEVICE_ERROR_ABORTED ? WEFT_STATUS_ABORTED
+                                                                    : WEFT_STATUS_TIMEOUT, line);
 }
 
 #define COMM_GETTER(fn, field)                                                            \

@@ -36,11 +36,17 @@ struct weft_comm {
 
   weft_heap_t heap;
 
-  /* Host-mapped pinned memory: the abort flag kernels poll, the error record they fill. */
+  /* Host-mapped memory: the node's abort page (watchdog.c; abort_host is its flag, the word
+   * kernels poll), this rank's error record kernels fill. */
+  struct weft_node_abort *node_abort;
+  int node_abort_registered;
   volatile uint32_t *abort_host;
   weft_device_error_t *error_host;
   CUdeviceptr abort_dev, error_dev;
   volatile int aborted;
+  /* the watchdog thread (watchdog.c) and whether it printed this rank's line */
+  pthread_t watch_thread;
+  int watch_running, watch_stop, watch_said;
 
   weft_device_state_t state; /* what every loaded module's weft_state receives */
 
@@ -66,6 +72,24 @@ void weft_comm_set_last_error(weft_comm_t *comm, const char *text);
  * stream, reading no kernel's report (weft_stream_synchronize reads them); `what` names the wait
  * in a timeout's message. */
 weft_status_t weft_stream_wait_idle(weft_comm_t *comm, CUstream stream, const char *what);
+
+/* The watchdog (watchdog.c): the node's abort page, mapped on every local rank (collective), and
+ * the thread that prints this rank's failure line once; stop: a last look, then the thread ended
+ * and the page unmapped (safe on a partly started communicator). */
+weft_status_t weft_watchdog_start(weft_comm_t *comm);
+void weft_watchdog_stop(weft_comm_t *comm);
+/* The watchdog's look, made now from the calling thread (before a failure is returned, so
+ * that its line comes first and only once). */
+void weft_watchdog_check(weft_comm_t *comm);
+/* Sets the node's abort word (every local rank's waits end) and this communicator's aborted
+ * flag; the first rank to raise it leaves `what` for the others' lines. */
+void weft_watchdog_raise(weft_comm_t *comm, const char *what);
+/* Why this communicator was aborted: the line of the rank whose failure raised the node's word,
+ * or this rank's own weft_comm_abort. */
+const char *weft_watchdog_reason(const weft_comm_t *comm);
+/* A failed wait's record as one line of text (status: the record's). */
+void weft_watchdog_describe(const weft_comm_t *comm, const weft_device_error_t *e, uint32_t status,
+                            char *buf, size_t size);
 
 /* Makes the communicator's context current on the calling thread. */
 weft_status_t weft_comm_make_current(weft_comm_t *comm);

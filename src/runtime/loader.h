@@ -37,6 +37,8 @@
   X(cuMemHostAlloc)                                                                       \
   X(cuMemFreeHost)                                                                        \
   X(cuMemHostGetDevicePointer)                                                            \
+  X(cuMemHostRegister)                                                                    \
+  X(cuMemHostUnregister)                                                                  \
   X(cuMemcpyHtoD)                                                                         \
   X(cuMemcpyDtoH)                                                                         \
   X(cuMemcpyAsync)                                                                        \

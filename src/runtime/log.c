@@ -105,6 +105,14 @@ void weft_log(weft_log_level_t level, const char *file, int line, const char *fm
   pthread_mutex_unlock(&log_lock);
 }
 
+weft_status_t weft_error_quiet(weft_comm_t *comm, weft_status_t status, const char *text) {
+  char full[1024];
+  snprintf(full, sizeof full, "%s: %s", weft_get_error_string(status), text);
+  snprintf(thread_last_error, sizeof thread_last_error, "%s", full);
+  if (comm) weft_comm_set_last_error(comm, full);
+  return status;
+}
+
 weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *file, int line,
                          const char *fmt, ...) {
   char msg[1024];

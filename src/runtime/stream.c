@@ -154,8 +154,9 @@ weft_status_t weft_stream_synchronize(weft_comm_t *comm, weft_stream_t stream) {
   WEFT_ARG(NULL, comm, "comm is NULL");
   WEFT_CHECK(weft_comm_make_current(comm));
   CUresult res = stream_poll(comm, (CUstream)stream);
-  if (res == CUDA_ERROR_NOT_READY) return stream_not_done(comm, "stream synchronize");
-  weft_status_t st = weft_comm_get_async_error(comm);
-  if (st != WEFT_STATUS_SUCCESS || res == CUDA_SUCCESS) return st; /* a kernel's report names its wait */
+  weft_status_t st = weft_comm_get_async_error(comm); /* a kernel's report names its wait */
+  if (res == CUDA_ERROR_NOT_READY)
+    return st != WEFT_STATUS_SUCCESS ? st : stream_not_done(comm, "stream synchronize");
+  if (st != WEFT_STATUS_SUCCESS || res == CUDA_SUCCESS) return st;
   return weft_cu_error(comm, res, "cuStreamQuery", __FILE__, __LINE__);
 }
