@@ -7,6 +7,17 @@ set(WEFT_GPU_TEST_ENV "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_
 # The Python tests' and tutorials': the package of this tree over this build's library.
 set(WEFT_PYTHON_TEST_ENV "PYTHONPATH=${PROJECT_SOURCE_DIR}/python;WEFT_LIBRARY=$<TARGET_FILE:weft>")
 
+# The environment of a GPU test at n ranks: WEFT_GPU_TEST_ENV, with WEFT_SHARE_GPUS=1 up to
+# WEFT_TEST_SHARE_RANKS ranks (a machine with fewer GPUs runs them on the ones it has).
+set(WEFT_TEST_SHARE_RANKS 4 CACHE STRING "World sizes up to this run on shared GPUs where there are fewer")
+function(weft_share_env n out)
+  if(n LESS_EQUAL WEFT_TEST_SHARE_RANKS)
+    set(${out} "${WEFT_GPU_TEST_ENV};WEFT_SHARE_GPUS=1" PARENT_SCOPE)
+  else()
+    set(${out} "${WEFT_GPU_TEST_ENV}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 function(weft_add_test src kind)
   get_filename_component(name ${src} NAME_WE)
   file(STRINGS ${src} spec REGEX "weft-test:" LIMIT_COUNT 1)
@@ -18,8 +29,13 @@ function(weft_add_test src kind)
     string(REPLACE "," ";" ranks "${CMAKE_MATCH_1}")
   endif()
   if(kind STREQUAL "gpu" AND "4" IN_LIST ranks)
-    # Tests that scale (they run at 4) also run at the extra world sizes (default 8, the
-    # papers' node): they skip (77) through weftrun on machines with fewer GPUs.
+    # Tests that scale (they run at 4) also run at an odd world size, 3, and at the extra world
+    # sizes (default 8, the papers' node). Up to 4 ranks share the GPUs where there are fewer
+    # (WEFT_SHARE_GPUS: kernels take turns, so one GPU checks every multi-rank path); the extra
+    # sizes skip (77) through weftrun on machines with fewer GPUs.
+    if(NOT "3" IN_LIST ranks)
+      list(APPEND ranks 3)
+    endif()
     foreach(n IN LISTS WEFT_TEST_EXTRA_RANKS)
       if(NOT n IN_LIST ranks)
         list(APPEND ranks ${n})
@@ -48,10 +64,11 @@ function(weft_add_test src kind)
       ENVIRONMENT "${WEFT_GPU_TEST_ENV}")
   else()
     foreach(n IN LISTS ranks)
+      weft_share_env(${n} env)
       add_test(NAME ${target}_np${n} COMMAND $<TARGET_FILE:weftrun> -n ${n} $<TARGET_FILE:${target}>)
       set_tests_properties(${target}_np${n} PROPERTIES TIMEOUT ${timeout} LABELS gpu
         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
-        ENVIRONMENT "${WEFT_GPU_TEST_ENV}")
+        ENVIRONMENT "${env}")
     endforeach()
   endif()
 endfunction()

@@ -3,7 +3,7 @@
  * 60 s timeout, a host thread aborts after 300 ms; the stream must fail within a few seconds
  * with WEFT_STATUS_ABORTED, never waiting for the deadline.
  */
-// weft-test: ranks=2 timeout=60
+// weft-test: ranks=2,3,4 timeout=60
 #include <pthread.h>
 
 #include "gpu_test.h"
