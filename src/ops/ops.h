@@ -239,6 +239,13 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
   return world > 1 && rows >= min_rows ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
 }
 
+/* The copy-engine form where *algo is it (AUTO's or the caller's) and its copies between ranks
+ * cannot run on a copy engine on stream (weft_copy_peer_engine: ranks sharing a GPU inside a
+ * capture, or without cuMemcpyBatchAsync): AUTO (requested) takes the sequential form instead;
+ * a caller who asked for it gets WEFT_STATUS_NOT_SUPPORTED saying why. */
+weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, CUstream stream,
+                                   const char *op, weft_algo_t *algo);
+
 /* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
  * that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x tile_n,
  * `flops` and `hbm_bytes` (A, B and C) of work; the consumer moves link_bytes over NVLink at

@@ -81,10 +81,13 @@ static weft_status_t check_node_layout(weft_comm_t *comm, const init_info_t *all
                       "ranks of a node must be consecutive with local ranks in order: rank %d has "
                       "local rank %d of %d on host %s; expected rank %d there",
                       comm->rank, comm->local_rank, comm->local_world, all[comm->rank].host, r);
-    if (r != comm->rank && all[r].device_ordinal == comm->device_ordinal && !comm->share_gpus)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
-                      "ranks %d and %d both use GPU %d of host %s: one GPU per process", r,
-                      comm->rank, comm->device_ordinal, all[r].host);
+    if (r != comm->rank && all[r].device_ordinal == comm->device_ordinal) {
+      if (!comm->share_gpus)
+        return WEFT_ERR(comm, WEFT_STATUS_INVALID_USAGE,
+                        "ranks %d and %d both use GPU %d of host %s: one GPU per process", r,
+                        comm->rank, comm->device_ordinal, all[r].host);
+      comm->gpu_shared = 1;
+    }
   }
   if (comm->world != comm->local_world)
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
