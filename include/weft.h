@@ -489,7 +489,10 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * engines move the data while every SM computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM
  * form as well). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
- * buffer a peer still reads from the previous call). */
+ * buffer a peer still reads from the previous call). Ranks that share a GPU (WEFT_SHARE_GPUS)
+ * copy between them on a copy engine too, but not inside a CUDA graph capture (such a copy has
+ * no graph node): there AUTO takes the sequential form and WEFT_ALGO_COPY_ENGINE returns
+ * WEFT_STATUS_NOT_SUPPORTED. */
 /* AUTO overlaps from this many rows of C a rank (C's rows over the ranks: the rows a rank
  * contributes to the gathered A, or owns of the reduced C). Measured on 2 and 4 H200s, m = 128 to
  * 8192 on a short and a long layer of each op (bench/results/2026-11-26t-stop32.md section 9):
