@@ -29,6 +29,7 @@
  *     CHECK(weft_module_get_kernel(mod, "ring", &k));
  *     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;       // 1 block of 1 thread
  *     void *args[] = {&sig, &buf};
+ *     weft_stream_t stream = NULL;                            // default stream, or a cudaStream_t
  *     CHECK(weft_kernel_launch(k, &cfg, args, stream));
  *     CHECK(weft_stream_synchronize(comm, stream));             // bounded by WEFT_TIMEOUT_MS
  *     weft_module_unload(mod); weft_free(comm, buf); weft_free(comm, sig);
@@ -131,13 +132,13 @@ WEFT_API weft_status_t weft_comm_init(weft_comm_t **comm, const weft_comm_config
 WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
 
 /* Ends every wait of this communicator now, on the host and in running kernels (which poll an
- * abort flag and trap), on this rank and on every other rank of its node: the flag is one word
+ * abort flag), on this rank and on every other rank of its node: the flag is one word
  * the node's ranks share, which a rank's watchdog also raises when one of its kernels times out
  * or its context fails, so that no rank waits on for a peer that has failed. Each rank then says
  * once (a WARN line, whether or not it calls weft again) what failed: the op, rank, peer, signal
- * and values, or which rank's failure stopped it. Safe from another thread. After it, only
- * weft_comm_destroy is valid, and the CUDA context of this process is unusable if a kernel was
- * stopped. */
+ * and values, or which rank's failure stopped it. A kernel stopped by an abort ends with its
+ * results void and leaves the CUDA context usable; one whose own wait timed out traps, which
+ * leaves it unusable. Safe from another thread. After it, only weft_comm_destroy is valid. */
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 
 /* The text of the last failure on this communicator; "" when none. Never NULL. */
@@ -490,9 +491,9 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * form as well). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
  * buffer a peer still reads from the previous call). Ranks that share a GPU (WEFT_SHARE_GPUS)
- * copy between them on a copy engine too, but not inside a CUDA graph capture (such a copy has
- * no graph node): there AUTO takes the sequential form and WEFT_ALGO_COPY_ENGINE returns
- * WEFT_STATUS_NOT_SUPPORTED. */
+ * have no copy-engine form (copies and stream signals between processes on one GPU do not
+ * progress beside a kernel that waits for them): there AUTO takes the other forms and
+ * WEFT_ALGO_COPY_ENGINE returns WEFT_STATUS_NOT_SUPPORTED. */
 /* AUTO overlaps from this many rows of C a rank (C's rows over the ranks: the rows a rank
  * contributes to the gathered A, or owns of the reduced C). Measured on 2 and 4 H200s, m = 128 to
  * 8192 on a short and a long layer of each op (bench/results/2026-11-26t-stop32.md section 9):

@@ -182,8 +182,9 @@
  *  10  int wait_rows_per_signal
  *  11  unsigned long long wait_expected  the wait passes when signal >= expected (epochs)
  *  12  unsigned long long timeout_ns     deadline of each wait (%globaltimer); on expiry the
- *                                       kernel fills *error (param 18) and traps; so does an
- *                                       abort (the node's word, weft_state.abort_flag)
+ *                                       kernel fills *error (param 18) and traps; an abort
+ *                                       (the node's word, weft_state.abort_flag) fills it and
+ *                                       the kernel runs to its end, its results void
  *  13  unsigned long long *notify_counters  HOOK_NOTIFY: each consumer WG adds 1 after its
  *                                       64-row sub-tile is stored, on counter
  *                                       [sub-tile first row / notify_rows_per_counter]; one
@@ -1194,17 +1195,16 @@ __device__ __forceinline__ void weft_gemm_report(weft_device_error_t *e, unsigne
 #endif
 
 #if WEFT_GEMM_AR_OWN
-/* Until *word counts `need`; at the deadline or an abort the report (tile, peer, signal index)
- * and a trap. */
+/* Until *word counts `need`; at the deadline the report (tile, peer, signal index) and a trap,
+ * on an abort the report. */
 __device__ __forceinline__ void weft_gemm_ar_wait_word(const u64 *word, u64 need, u64 timeout_ns,
                                                        weft_device_error_t *error, int tile,
                                                        int peer, int index) {
   u64 got;
   unsigned st = weft_gemm_wait_signal(word, need, timeout_ns, &got);
-  if (st) {
-    weft_gemm_report(error, st, tile, peer, index, need, got);
-    asm volatile("trap;");
-  }
+  if (st) weft_gemm_report(error, st, tile, peer, index, need, got);
+  if (st == WEFT_DEVICE_ERROR_TIMEOUT) asm volatile("trap;");
+  /* aborted: go on as if it had come (the call's results are void; the kernel ends) */
 }
 
 /* Until every peer's arrival flag (flags[q], q != me) counts `need` chunks of the own segment
@@ -1680,7 +1680,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             if (to_status) {
               to_tile = w.tile;
               to_index = s;
-              goto weft_gemm_timed_out;
+              /* aborted: reported, then on as if it had come (the results are void) */
+              if (to_status == WEFT_DEVICE_ERROR_TIMEOUT) goto weft_gemm_timed_out;
+              weft_gemm_report(error, to_status, to_tile, to_index, to_index, wait_expected,
+                               to_observed);
             }
           }
         }

@@ -23,9 +23,10 @@
  *
  * Every wait is bounded: weft_state.timeout_ns from the first check, polled with %globaltimer;
  * the host-mapped abort flag (weft_comm_abort) is read every 1024 spins as well. On expiry or
- * abort the wait fills the host-mapped error record (first reporter only) and traps; the host's
- * watchdog prints one line per rank from the record (rank, peer, signal and values) and raises
- * the node's abort word, which ends the other ranks' waits (src/runtime/watchdog.c).
+ * abort the wait fills the host-mapped error record (first reporter only) and traps (a timeout)
+ * or exits the thread (an abort); the host's watchdog prints one line per rank from the record
+ * (rank, peer, signal and values) and raises the node's abort word, which ends the other ranks'
+ * waits (src/runtime/watchdog.c).
  */
 #ifndef WEFT_SYNC_CUH
 #define WEFT_SYNC_CUH
@@ -180,15 +181,20 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
   __threadfence_system();
 }
 
-/* Writes the error record and traps: a trapped kernel ends, its stream fails, and the host reads
- * the record from host-mapped memory. No printf: every thread of a grid may get here, and the
- * watchdog says it once per rank (a trapped kernel's printf buffer may never be flushed either). */
+/* Writes the error record, then ends the thread: a timeout traps (the kernel ends, its stream
+ * fails, and the host reads the record from host-mapped memory); an abort exits the thread, so
+ * that the kernel ends with its results void but without failing the context (barriers for the
+ * whole block or warp count exited threads as arrived, and the other threads reach a wait of
+ * their own and exit there). Several contexts trapping at once on one GPU (ranks sharing it)
+ * left one of them running for many seconds. No printf: every thread of a grid may get here, and
+ * the watchdog says it once per rank (a trapped kernel's printf buffer may never be flushed). */
 static __device__ __noinline__ void weft_wait_fail(unsigned status, const char *op, int peer,
                                                   const weft_u64_t *sig, int cmp,
                                                   weft_u64_t expected, weft_u64_t observed,
                                                   weft_u64_t waited_ns) {
   (void)waited_ns;
   weft_error_record(status, op, peer, cmp, weft_signal_index(sig), expected, observed);
+  if (status == WEFT_DEVICE_ERROR_ABORTED) asm volatile("exit;");
   asm volatile("trap;");
 }
 

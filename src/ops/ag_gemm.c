@@ -73,7 +73,7 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   WEFT_CHECK(weft_ops_fork(comm, stream));
   for (int s = 1; s < world; s++) {
     int q = weft_swizzle_ag_push_peer(s, me, world, 1);
-    WEFT_CHECK(weft_copy_peer(comm, weft_heap_peer(&comm->heap, slot, q), (CUdeviceptr)(uintptr_t)a, bytes, side));
+    WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, slot, q), (CUdeviceptr)(uintptr_t)a, bytes, side));
     WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->ag_gemm_sig + me, q), 1,
                                        CU_STREAM_WRITE_VALUE_DEFAULT));
   }
@@ -103,7 +103,7 @@ static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_
   const weft_gemm_problem_t *p = x->p;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world, 0, 0);
   if (p->n == 0 || p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, stream, "ag_gemm", &algo));
+  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "ag_gemm", &algo));
   if (algo == WEFT_ALGO_COPY_ENGINE)
     return ag_gemm_overlapped(comm, p, plan, x->m, x->a, x->ag, x->b, x->c, stream);
   size_t bytes = (size_t)x->m * (size_t)p->k * weft_dtype_size(p->in);

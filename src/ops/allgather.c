@@ -79,11 +79,11 @@ static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *r
     int l = (me + k) % world;
     if (pull) {
       const char *chunk = recv + (size_t)l * bytes;
-      WEFT_CHECK(weft_copy_peer(comm, (CUdeviceptr)(uintptr_t)chunk, weft_heap_peer(&comm->heap, chunk, l),
-                                bytes, stream));
+      WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)chunk, weft_heap_peer(&comm->heap, chunk, l), bytes,
+                                  stream));
     } else {
-      WEFT_CHECK(weft_copy_peer(comm, weft_heap_peer(&comm->heap, mine, l), (CUdeviceptr)(uintptr_t)send,
-                                bytes, stream));
+      WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, mine, l), (CUdeviceptr)(uintptr_t)send, bytes,
+                                  stream));
     }
   }
   if (!in_place) WEFT_CHECK(weft_ops_join(comm, stream));

@@ -254,7 +254,7 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   size_t count = (size_t)p->m * (size_t)p->n;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 1, (long long)p->n * p->k);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, stream, "gemm_ar", &algo));
+  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "gemm_ar", &algo));
   if (p->k && (plan->algo == WEFT_ALGO_TWO_SHOT || plan->algo == WEFT_ALGO_AUTO)) {
     weft_gemm_config_t cfg;
     if (gemm_ar_cols_takes(comm, p, plan, c, &cfg))

@@ -257,8 +257,8 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
       }
       const char *src = ws + (size_t)q * seg + (size_t)k * chunk;
       char *dst = staging + (size_t)me * slot + ((size_t)q * seg & 15) + (size_t)k * chunk;
-      WEFT_CHECK(weft_copy_peer(comm, weft_heap_peer(&comm->heap, dst, q), (CUdeviceptr)(uintptr_t)src,
-                                chunk, side));
+      WEFT_CU(comm, cuMemcpyAsync(weft_heap_peer(&comm->heap, dst, q), (CUdeviceptr)(uintptr_t)src,
+                                  chunk, side));
       /* the flag counts the chunks landed (in stream order) */
       WEFT_CU(comm, cuStreamWriteValue64(side, weft_heap_peer(&comm->heap, o->gemm_rs_flags + me, q),
                                          (cuuint64_t)(k + 1), CU_STREAM_WRITE_VALUE_DEFAULT));
@@ -318,7 +318,7 @@ static weft_status_t gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
   weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 0, 0);
   if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, stream, "gemm_rs", &algo));
+  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "gemm_rs", &algo));
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)
     WEFT_CHECK(gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, 0, stream, &done));

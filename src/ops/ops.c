@@ -173,22 +173,18 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   return WEFT_STATUS_SUCCESS;
 }
 
-weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, CUstream stream,
-                                   const char *op, weft_algo_t *algo) {
-  if (*algo != WEFT_ALGO_COPY_ENGINE || weft_copy_peer_engine(comm, stream))
-    return WEFT_STATUS_SUCCESS;
+weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, const char *op,
+                                   weft_algo_t *algo) {
+  if (*algo != WEFT_ALGO_COPY_ENGINE || !comm->gpu_shared) return WEFT_STATUS_SUCCESS;
   if (requested == WEFT_ALGO_AUTO) {
     *algo = WEFT_ALGO_SEQUENTIAL;
     return WEFT_STATUS_SUCCESS;
   }
   return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
-                  "%s's copy-engine form: rank %d shares its GPU with another rank, and %s, so "
-                  "the copies between them would run as kernels, which cannot start beside the "
-                  "GEMM that waits for them (AUTO or the sequential form run here)",
-                  op, comm->rank,
-                  weft_cu.cuMemcpyBatchAsync ? "the stream is being captured (a copy-engine copy "
-                                               "within one GPU has no graph node)"
-                                             : "this driver lacks cuMemcpyBatchAsync (CUDA 13)");
+                  "%s's copy-engine form: rank %d shares its GPU with another rank "
+                  "(WEFT_SHARE_GPUS), where copies and stream signals between the ranks do not "
+                  "progress beside the GEMM that waits for them; AUTO or the sequential form run "
+                  "here", op, comm->rank);
 }
 
 void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,

@@ -239,12 +239,14 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
   return world > 1 && rows >= min_rows ? WEFT_ALGO_COPY_ENGINE : WEFT_ALGO_SEQUENTIAL;
 }
 
-/* The copy-engine form where *algo is it (AUTO's or the caller's) and its copies between ranks
- * cannot run on a copy engine on stream (weft_copy_peer_engine: ranks sharing a GPU inside a
- * capture, or without cuMemcpyBatchAsync): AUTO (requested) takes the sequential form instead;
- * a caller who asked for it gets WEFT_STATUS_NOT_SUPPORTED saying why. */
-weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, CUstream stream,
-                                   const char *op, weft_algo_t *algo);
+/* The copy-engine form where *algo is it (AUTO's or the caller's) and this rank shares its GPU
+ * with another (WEFT_SHARE_GPUS): the copies and stream signals between two processes on one GPU
+ * do not progress while a kernel that waits for them holds it (one H100, 2 to 4 ranks: a
+ * copy-engine AG+GEMM or GEMM+RS never finished, its pushes and flags never landed), so AUTO
+ * (requested) takes the sequential form there and a caller who asked for the copy-engine form
+ * gets WEFT_STATUS_NOT_SUPPORTED saying why. */
+weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, const char *op,
+                                   weft_algo_t *algo);
 
 /* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
  * that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x tile_n,

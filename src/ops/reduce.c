@@ -338,7 +338,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const weft_red_kernels_t 
       int q = (me + j) % world;
       const char *src = send + ((size_t)q * recvcount + off) * elem;
       CUdeviceptr dst = weft_heap_peer(&comm->heap, stage + (size_t)me * slot + ((uintptr_t)src & 15), q);
-      WEFT_CHECK(weft_copy_peer(comm, dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
+      WEFT_CU(comm, cuMemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n * elem, o->side));
     }
     WEFT_CHECK(weft_kernel_launch(k->ce_wait, &one, NULL, stream));
     weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;

@@ -33,8 +33,8 @@ struct weft_comm {
   int uniform_links;
   /* WEFT_SHARE_GPUS=1: ranks beyond the GPU count share GPUs (tests on small machines). */
   int share_gpus;
-  /* another local rank uses this rank's GPU (share_gpus): copies between them are device-local
-   * (weft_copy_peer) */
+  /* another local rank uses this rank's GPU (share_gpus): the copy-engine forms of the
+   * overlapped ops cannot run (weft_ops_engine_form) */
   int gpu_shared;
 
   weft_heap_t heap;
@@ -93,19 +93,6 @@ const char *weft_watchdog_reason(const weft_comm_t *comm);
 /* A failed wait's record as one line of text (status: the record's). */
 void weft_watchdog_describe(const weft_comm_t *comm, const weft_device_error_t *e, uint32_t status,
                             char *buf, size_t size);
-
-/* A copy between this rank's memory and a peer's (either end may be the peer's symmetric
- * memory), on stream. Between ranks that share a GPU it is a copy within one device, which the
- * driver runs as a kernel unless told otherwise, and a kernel cannot start beside one that holds
- * every SM and waits for the copy (the overlapped ops' GEMMs and reductions): there the copy asks
- * for a copy engine (cuMemcpyBatchAsync, CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE), where it
- * can (weft_copy_peer_engine). */
-weft_status_t weft_copy_peer(weft_comm_t *comm, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                             CUstream stream);
-/* Whether weft_copy_peer on stream runs on a copy engine: always between GPUs; between ranks
- * sharing one, only outside a graph capture (a batched copy has no graph node) and with a driver
- * that has cuMemcpyBatchAsync (CUDA 13). */
-int weft_copy_peer_engine(weft_comm_t *comm, CUstream stream);
 
 /* Makes the communicator's context current on the calling thread. */
 weft_status_t weft_comm_make_current(weft_comm_t *comm);

@@ -48,13 +48,6 @@ static void load_driver(void) {
 #define WEFT_CU_LOOKUP12(f) WEFT_CU_LOOKUP_AT(f, #f, 12000)
   WEFT_CU_FUNCTIONS(WEFT_CU_LOOKUP)
   WEFT_CU_FUNCTIONS_CUDA12(WEFT_CU_LOOKUP12)
-#define WEFT_CU_LOOKUP_OPTIONAL(f)                                                         \
-  if (get_proc(#f, (void **)&weft_cu.f, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=    \
-          CUDA_SUCCESS ||                                                                 \
-      found != CU_GET_PROC_ADDRESS_SUCCESS)                                               \
-    weft_cu.f = NULL;
-  WEFT_CU_FUNCTIONS_OPTIONAL(WEFT_CU_LOOKUP_OPTIONAL)
-#undef WEFT_CU_LOOKUP_OPTIONAL
 #undef WEFT_CU_LOOKUP
 #undef WEFT_CU_LOOKUP12
 #undef WEFT_CU_LOOKUP_AT

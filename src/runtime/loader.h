@@ -103,19 +103,10 @@
   X(cuCtxGetDevice)                                                                       \
   X(cuCtxSynchronize)
 
-/* Entry points weft uses where the driver has them and does without elsewhere (NULL then):
- * fetched at CUDA 13.0, whose signatures cuda.h 13 declares. */
-#if CUDA_VERSION >= 13000
-#define WEFT_CU_FUNCTIONS_OPTIONAL(X) X(cuMemcpyBatchAsync)
-#else
-#define WEFT_CU_FUNCTIONS_OPTIONAL(X)
-#endif
-
 typedef struct weft_cu_table {
 #define WEFT_CU_MEMBER(f) __typeof__(&f) f;
   WEFT_CU_FUNCTIONS(WEFT_CU_MEMBER)
   WEFT_CU_FUNCTIONS_CUDA12(WEFT_CU_MEMBER)
-  WEFT_CU_FUNCTIONS_OPTIONAL(WEFT_CU_MEMBER)
 #undef WEFT_CU_MEMBER
 } weft_cu_table_t;
 

@@ -30,35 +30,6 @@ static weft_status_t signal_range(weft_comm_t *comm, const uint64_t *sig, int ra
   return peer_range(comm, sig, sizeof *sig, rank, "sig", peer);
 }
 
-int weft_copy_peer_engine(weft_comm_t *comm, CUstream stream) {
-  if (!comm->gpu_shared) return 1;
-#if CUDA_VERSION >= 13000
-  CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-  return weft_cu.cuMemcpyBatchAsync && weft_cu.cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS &&
-         cap == CU_STREAM_CAPTURE_STATUS_NONE;
-#else
-  (void)stream;
-  return 0;
-#endif
-}
-
-weft_status_t weft_copy_peer(weft_comm_t *comm, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                             CUstream stream) {
-#if CUDA_VERSION >= 13000
-  if (comm->gpu_shared && weft_copy_peer_engine(comm, stream)) {
-    CUmemcpyAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    attr.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
-    size_t first = 0;
-    WEFT_CU(comm, cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &attr, &first, 1, stream));
-    return WEFT_STATUS_SUCCESS;
-  }
-#endif
-  WEFT_CU(comm, cuMemcpyAsync(dst, src, bytes, stream));
-  return WEFT_STATUS_SUCCESS;
-}
-
 weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
                               int rank, weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
@@ -67,7 +38,8 @@ weft_status_t weft_stream_put(weft_comm_t *comm, void *dst, const void *src, siz
   WEFT_ARG(comm, src, "src is NULL");
   if (!bytes) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
-  return weft_copy_peer(comm, peer, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream);
+  WEFT_CU(comm, cuMemcpyAsync(peer, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
+  return WEFT_STATUS_SUCCESS;
 }
 
 weft_status_t weft_stream_get(weft_comm_t *comm, void *dst, const void *src, size_t bytes,
@@ -78,7 +50,8 @@ weft_status_t weft_stream_get(weft_comm_t *comm, void *dst, const void *src, siz
   WEFT_ARG(comm, dst, "dst is NULL");
   if (!bytes) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
-  return weft_copy_peer(comm, (CUdeviceptr)(uintptr_t)dst, peer, bytes, (CUstream)stream);
+  WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, peer, bytes, (CUstream)stream));
+  return WEFT_STATUS_SUCCESS;
 }
 
 weft_status_t weft_stream_signal_set(weft_comm_t *comm, uint64_t *sig, uint64_t value, int rank,

@@ -54,27 +54,6 @@ static void graph(void) {
     verify(&t[i], " (before capture)");
   }
   CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  /* Ranks sharing a GPU: a copy between them has no copy-engine graph node (weft_copy_peer), so
-   * the copy-engine forms are refused in a capture, enqueueing nothing; AUTO runs there. */
-  for (int i = 0; i < N && comm->gpu_shared; i++) {
-    if (t[i].algo != WEFT_ALGO_COPY_ENGINE) continue;
-    weft_gemm_layout_t l = t[i].kmaj ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN;
-    weft_status_t st =
-        t[i].op == OP_AG
-            ? weft_ag_gemm(comm, VP(t[i].a), t[i].sym, VP(t[i].b), (int)t[i].ldb, VP(t[i].c),
-                           (int)t[i].ldc, t[i].m, t[i].n, t[i].k, t[i].in, t[i].out, l, t[i].algo, s)
-            : t[i].op == OP_RS
-            ? weft_gemm_rs(comm, VP(t[i].a), (int)t[i].lda, VP(t[i].b), (int)t[i].ldb, VP(t[i].c),
-                           t[i].sym, t[i].m, t[i].n, t[i].k, t[i].in, t[i].out, l, t[i].algo, s)
-            : weft_gemm_ar(comm, VP(t[i].a), (int)t[i].lda, VP(t[i].b), (int)t[i].ldb, VP(t[i].c),
-                           t[i].sym, t[i].m, t[i].n, t[i].k, t[i].in, t[i].out, l, t[i].algo, s);
-    cases++;
-    if (st != WEFT_STATUS_NOT_SUPPORTED) failures++;
-    printf("[%d] %s %s's copy-engine form in a capture on a shared GPU: %s (not supported "
-           "expected)\n", me, st == WEFT_STATUS_NOT_SUPPORTED ? "ok  " : "FAIL", op_names[t[i].op],
-           weft_get_error_string(st));
-    t[i].algo = WEFT_ALGO_AUTO;
-  }
   for (int i = 0; i < N; i++) call(&t[i]);
   CUgraph g;
   CUgraphExec ge;
