@@ -1135,21 +1135,28 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
  * kernel does not include): the rank and the node's abort word, for the waits below. */
 __constant__ weft_device_state_t weft_state;
 
-/* Bounded spin of the waiter thread on one signal word (written by a peer GPU, the copy
- * engine or the host: .sys acquire), which also ends when the node's abort word is raised (read
- * every 1024 spins). Returns 0 when the signal reached `expected`, else WEFT_DEVICE_ERROR_TIMEOUT
- * or WEFT_DEVICE_ERROR_ABORTED with the last value seen in *observed. The report (and trap) is
- * made by the caller: a call (printf) reachable here would make ptxas serialise every wgmma
- * (C7510). */
+/* Bounded spin on one signal word (written by a peer GPU, the copy engine or the host: .sys
+ * acquire). `abortable` (the waiter thread's): it also ends when the node's abort word is raised,
+ * read every 1024 spins; the own-segment waits of AR_OWN, in threads that hold a tile's
+ * accumulators, keep the bare deadline (the spin count spilled them). Returns 0 when the signal
+ * reached `expected`, else WEFT_DEVICE_ERROR_TIMEOUT or WEFT_DEVICE_ERROR_ABORTED with the last
+ * value seen in *observed. The report (and trap) is made by the caller: a call (printf) reachable
+ * here would make ptxas serialise every wgmma (C7510). */
 __device__ __forceinline__ unsigned weft_gemm_wait_signal(const u64 *sig, u64 expected,
-                                                          u64 timeout_ns, u64 *observed) {
+                                                          u64 timeout_ns, u64 *observed,
+                                                          int abortable) {
   u64 v = weft_gemm_ld_acquire_sys(sig);
   if (v >= expected) return 0;
   u64 t0 = weft_gemm_globaltimer();
   for (unsigned spins = 1;; spins++) {
     v = weft_gemm_ld_acquire_sys(sig);
     if (v >= expected) return 0;
-    if ((spins & 1023) == 0) {
+    if (!abortable) {
+      if (weft_gemm_globaltimer() - t0 > timeout_ns) {
+        *observed = v;
+        return WEFT_DEVICE_ERROR_TIMEOUT;
+      }
+    } else if ((spins & 1023) == 0) {
       const volatile unsigned *ab = (const volatile unsigned *)weft_state.abort_flag;
       unsigned st = ab && *ab ? WEFT_DEVICE_ERROR_ABORTED
                     : weft_gemm_globaltimer() - t0 > timeout_ns ? WEFT_DEVICE_ERROR_TIMEOUT
@@ -1195,16 +1202,15 @@ __device__ __forceinline__ void weft_gemm_report(weft_device_error_t *e, unsigne
 #endif
 
 #if WEFT_GEMM_AR_OWN
-/* Until *word counts `need`; at the deadline the report (tile, peer, signal index) and a trap,
- * on an abort the report. */
+/* Until *word counts `need`; at the deadline the report (tile, peer, signal index) and a trap. */
 __device__ __forceinline__ void weft_gemm_ar_wait_word(const u64 *word, u64 need, u64 timeout_ns,
                                                        weft_device_error_t *error, int tile,
                                                        int peer, int index) {
   u64 got;
-  unsigned st = weft_gemm_wait_signal(word, need, timeout_ns, &got);
-  if (st) weft_gemm_report(error, st, tile, peer, index, need, got);
-  if (st == WEFT_DEVICE_ERROR_TIMEOUT) asm volatile("trap;");
-  /* aborted: go on as if it had come (the call's results are void; the kernel ends) */
+  if (weft_gemm_wait_signal(word, need, timeout_ns, &got, 0)) {
+    weft_gemm_report(error, WEFT_DEVICE_ERROR_TIMEOUT, tile, peer, index, need, got);
+    asm volatile("trap;"); /* a dead end: nothing after it keeps the accumulators live */
+  }
 }
 
 /* Until every peer's arrival flag (flags[q], q != me) counts `need` chunks of the own segment
@@ -1676,7 +1682,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (w.m0 < M && !WEFT_GEMM_IS_OWN(w.m0)) {
           int last = (w.m0 + WEFT_GEMM_BM < M ? w.m0 + WEFT_GEMM_BM : M) - 1;
           for (int s = w.m0 / wait_rows_per_signal; s <= last / wait_rows_per_signal; s++) {
-            to_status = weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &to_observed);
+            to_status = weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns,
+                                              &to_observed, 1);
             if (to_status) {
               to_tile = w.tile;
               to_index = s;
