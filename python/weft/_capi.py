@@ -4,6 +4,7 @@ the check that turns a status into an exception. Nothing here imports torch."""
 import ctypes
 import ctypes.util
 import os
+import sys
 
 # Status codes, in weft_status_t's order (include/weft.h).
 STATUS_NAMES = (
@@ -101,7 +102,13 @@ def _candidates():
         yield env
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "libweft.so")                       # bundled beside the package
+    # Bundled by `pip install ./python` beside the package's modules. An editable install keeps
+    # the modules in the source tree and the library in site-packages: the package's __path__
+    # names both.
+    package = sys.modules.get(__package__)
+    dirs = [here] + [os.path.abspath(d) for d in getattr(package, "__path__", ())]
+    for d in dict.fromkeys(dirs):
+        yield os.path.join(d, "libweft.so")
     yield os.path.join(here, "..", "..", "build", "libweft.so")  # a source tree's build/
     found = ctypes.util.find_library("weft")                     # the linker's search path
     if found:

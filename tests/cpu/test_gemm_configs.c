@@ -6,9 +6,20 @@
  * (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
  * checks. Needs no GPU (the JIT cache is off, so every compile really runs). A ptxas warning
  * (spills, local memory, serialised wgmma) fails a specialisation as an error would.
+ *
+ * Compiling all ~1500 specialisations takes minutes on two cores, so by default every choice of
+ * the sweep is still checked against the rules and every pin below it still runs, but of the two
+ * products of many axes (the heuristic's sweep, the hook variants over every tile width) only a
+ * sample compiles: specialisations that cover every -D value each produces, then some more, in
+ * an order drawn from a fixed seed (printed), so that every run compiles the same ones. The
+ * hand-written cases (hook variants on the large-m configuration, [k, n] B, the decode wait,
+ * the two-shot epilogue's tiles) always compile.
+ *     --full (or WEFT_TEST_FULL=1)   compile every specialisation (ctest: label `slow`)
+ *     --seed=N, --sample=N           another sample, or N more drawn than the default 16
  */
-// weft-test: timeout=1500
+// weft-test: timeout=300
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +36,18 @@ static struct spec {
   int nopts;
   char key[1024];
   char example[96];
+  int from;    /* the highest FROM_* that added it */
+  int chosen;  /* in the sample */
   int failed;
 } specs[MAX_SPECS];
 static int nspecs, failures;
 static const char *gemm_source;
+/* Where a specialisation comes from: the heuristic's sweep and the hook variants over every tile
+ * width are products of many axes, sampled by default; a hand-written case always compiles. */
+enum { FROM_SWEEP, FROM_WIDTHS, FROM_CASE };
+static int adding_from;
+/* the specialisations to compile, as indices into specs */
+static int todo[MAX_SPECS], ntodo;
 
 static void fail(const char *what) {
   failures++;
@@ -46,13 +65,17 @@ static void add_one(const weft_gemm_problem_t *p0, const weft_gemm_config_t *c, 
   size_t len = 0;
   for (int i = 0; i < s.nopts; i++) len += (size_t)snprintf(s.key + len, sizeof s.key - len, "%s ", s.opts[i]);
   for (int i = 0; i < nspecs; i++)
-    if (!strcmp(specs[i].key, s.key)) return;
+    if (!strcmp(specs[i].key, s.key)) {
+      if (specs[i].from < adding_from) specs[i].from = adding_from;
+      return;
+    }
   if (nspecs == MAX_SPECS) {
     fail("more specialisations than the test holds");
     return;
   }
   snprintf(s.example, sizeof s.example, "m %d n %d k %d ldc %lld in %d out %d %s", p0->m, p0->n,
            p0->k, p0->ldc, (int)p0->in, (int)p0->out, p0->b_kmajor ? "NK" : "KN");
+  s.from = adding_from;
   specs[nspecs++] = s;
 }
 
@@ -121,8 +144,8 @@ static void *worker(void *arg) {
   static int next;
   for (;;) {
     int i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
-    if (i >= nspecs) return arg;
-    struct spec *s = &specs[i];
+    if (i >= ntodo) return arg;
+    struct spec *s = &specs[todo[i]];
     /* ptxas reports spills and local memory as warnings too; any ptxas warning (wgmma
      * serialised: C7510/C7511/C7515; setmaxnreg ignored: C7508) costs the kernel a lot */
     const char *opts[WEFT_GEMM_MAX_OPTIONS + 2];
@@ -214,6 +237,100 @@ static void check_args(void) {
   }
 }
 
+/* xorshift64*: the sample's draws, the same on every platform for a given seed */
+static uint64_t rng_next(uint64_t *x) {
+  *x ^= *x >> 12;
+  *x ^= *x << 25;
+  *x ^= *x >> 27;
+  return *x * 0x2545F4914F6CDD1Dull;
+}
+
+#define MAX_VALUES 256
+
+/* Adds to the sample, greedily, the specialisation from `from` that brings the most -D values
+ * not yet in it (ties go to the order of pool, the seed's), until every value that `from`
+ * produces is in: no macro value goes uncompiled. Returns how many it added; *nvalues: how many
+ * distinct values `from` produces. */
+static int cover(const int *pool, int npool, int from, int *nvalues) {
+  static char values[MAX_VALUES][48];
+  static uint64_t bits[MAX_SPECS][MAX_VALUES / 64];
+  int nv = 0, added = 0;
+  memset(bits, 0, sizeof bits);
+  for (int k = 0; k < npool; k++) {
+    const struct spec *s = &specs[pool[k]];
+    if (s->from != from) continue;
+    for (int j = 0; j < s->nopts; j++) {
+      int v = 0;
+      while (v < nv && strcmp(values[v], s->opts[j])) v++;
+      if (v == MAX_VALUES) {
+        fail("more distinct -D values than the sample holds (raise MAX_VALUES)");
+        continue;
+      }
+      if (v == nv) snprintf(values[nv++], sizeof values[0], "%s", s->opts[j]);
+      bits[k][v / 64] |= 1ull << (v % 64);
+    }
+  }
+  uint64_t covered[MAX_VALUES / 64] = {0};
+  for (;;) {
+    int best = -1, best_new = 0;
+    for (int k = 0; k < npool; k++) {
+      if (specs[pool[k]].chosen) continue;
+      int n = 0;
+      for (int w = 0; w < MAX_VALUES / 64; w++) n += __builtin_popcountll(bits[k][w] & ~covered[w]);
+      if (n > best_new) best_new = n, best = k;
+    }
+    if (best < 0) break;
+    specs[pool[best]].chosen = 1;
+    for (int w = 0; w < MAX_VALUES / 64; w++) covered[w] |= bits[best][w];
+    todo[ntodo++] = pool[best];
+    added++;
+  }
+  *nvalues = nv;
+  return added;
+}
+
+/* What to compile: every hand-written case and, of the sweep's and the width matrix's
+ * specialisations, all of them (full) or a sample: a cover of each one's -D values, then `extra`
+ * more in the seed's order, for combinations of them. */
+static void select_specs(int full, uint64_t seed, int extra) {
+  static int pool[MAX_SPECS];
+  int npool = 0, nfrom[FROM_CASE + 1] = {0};
+  ntodo = 0;
+  for (int i = 0; i < nspecs; i++) {
+    nfrom[specs[i].from]++;
+    if (full || specs[i].from == FROM_CASE)
+      todo[ntodo++] = i;
+    else
+      pool[npool++] = i;
+  }
+  if (full) {
+    printf("compiling all %d specialisations (full sweep)\n", nspecs);
+    return;
+  }
+  uint64_t x = seed ? seed : 1; /* xorshift stays at 0 from 0 */
+  for (int i = npool - 1; i > 0; i--) {
+    int j = (int)(rng_next(&x) % (uint64_t)(i + 1)), t = pool[i];
+    pool[i] = pool[j], pool[j] = t;
+  }
+  int vsweep, vwidths;
+  int csweep = cover(pool, npool, FROM_SWEEP, &vsweep);
+  int cwidths = cover(pool, npool, FROM_WIDTHS, &vwidths);
+  int nextra = 0;
+  for (int k = 0; k < npool && nextra < extra; k++)
+    if (!specs[pool[k]].chosen) {
+      specs[pool[k]].chosen = 1;
+      todo[ntodo++] = pool[k];
+      nextra++;
+    }
+  printf("compiling %d of %d specialisations (seed %llu; --full or WEFT_TEST_FULL=1: all): the %d "
+         "hand-written cases; of the sweep's %d, %d that cover its %d -D values; of the hook "
+         "variants over every width, %d, %d that cover their %d; %d more drawn from both\n",
+         ntodo, nspecs, (unsigned long long)seed, nfrom[FROM_CASE], nfrom[FROM_SWEEP], csweep,
+         vsweep, nfrom[FROM_WIDTHS], cwidths, vwidths, nextra);
+  for (int i = nfrom[FROM_CASE]; i < ntodo; i++)
+    printf("sample %s(e.g. %s)\n", specs[todo[i]].key, specs[todo[i]].example);
+}
+
 /* weft_gemm_config_choose on gpu with a communicator's workspace, for a hooked launch */
 static void choose_hooked(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
                           weft_gemm_config_t *c) {
@@ -221,7 +338,22 @@ static void choose_hooked(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gp
                           WEFT_GEMM_WS_TILES_PER_SM * gpu->sms, 1, c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* the sample: a fixed seed, so that every run compiles the same specialisations */
+  int full = getenv("WEFT_TEST_FULL") && atoi(getenv("WEFT_TEST_FULL")) > 0, extra = 16;
+  uint64_t seed = 20240601;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--full"))
+      full = 1;
+    else if (!strncmp(argv[i], "--seed=", 7))
+      seed = strtoull(argv[i] + 7, NULL, 0);
+    else if (!strncmp(argv[i], "--sample=", 9))
+      extra = atoi(argv[i] + 9);
+    else {
+      fprintf(stderr, "usage: %s [--full] [--seed=N] [--sample=N]\n", argv[0]);
+      return 2;
+    }
+  }
   setenv("WEFT_CACHE_DISABLE", "1", 1);
   const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm.cu");
   if (!f) {
@@ -284,6 +416,7 @@ int main(void) {
                 choices++;
               }
   }
+  adding_from = FROM_CASE;
   /* the overlapped ops' hook variants on the large-M configuration */
   weft_gemm_problem_t p = {8192, 7168, 8192, 8192, 8192, 7168, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, 1, 0};
   weft_gemm_config_t c;
@@ -308,6 +441,7 @@ int main(void) {
   /* and on every large-m tile width (weft_gemm_config_width; the autotuner's candidates are 256,
    * 192 and 128), both input types */
   static const int widths[] = {256, 240, 224, 208, 192, 176, 128};
+  adding_from = FROM_WIDTHS;
   for (int in = 0; in < 2; in++)
     for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
       weft_gemm_problem_t pw = p;
@@ -319,6 +453,7 @@ int main(void) {
       }
       for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) add(&pw, &cw, &hooks[i]);
     }
+  adding_from = FROM_CASE;
   /* [k, n] B 192 wide (three B boxes between a cluster's two CTAs) with AG+GEMM's wait */
   weft_gemm_problem_t pk = p;
   pk.b_kmajor = 0, pk.ldb = pk.n;
@@ -393,6 +528,7 @@ int main(void) {
 
   if (!swaps) fail("no shape took the transposed product (update the test)");
   printf("%d choices (%d transposed), %d distinct specialisations\n", choices, swaps, nspecs);
+  select_specs(full, seed, extra);
   fflush(stdout);
   int jobs = getenv("WEFT_TEST_JOBS") ? atoi(getenv("WEFT_TEST_JOBS")) : 2;
   if (jobs < 1) jobs = 1;
@@ -400,8 +536,10 @@ int main(void) {
   if (jobs > 16) jobs = 16;
   for (int i = 0; i < jobs; i++) pthread_create(&th[i], NULL, worker, NULL);
   for (int i = 0; i < jobs; i++) pthread_join(th[i], NULL);
-  for (int i = 0; i < nspecs; i++) failures += specs[i].failed;
-  printf("%d of %d specialisations compiled; %d failures\n", nspecs - (failures ? 0 : 0), nspecs,
-         failures);
+  int failed = 0;
+  for (int i = 0; i < ntodo; i++) failed += specs[todo[i]].failed;
+  failures += failed;
+  printf("%d of %d specialisations compiled (%d of them failed); %d failures\n", ntodo - failed,
+         nspecs, failed, failures);
   return failures ? 1 : 0;
 }
