@@ -1172,10 +1172,11 @@ __device__ __forceinline__ unsigned weft_gemm_wait_signal(const u64 *sig, u64 ex
 /* Fills the host-mapped error record (first reporter wins) with status (a timeout or an abort):
  * op "<op> tile <t>" (ag_gemm's per-tile wait, or gemm_ar's own-segment waits), this rank, the
  * peer whose signal it waited on (signal s of ag_gemm is rank s's rows; flag q of gemm_ar is
- * peer q's; -1 for a word many peers count on), the signal's index, expected and observed. No
- * calls here (see above). */
-__device__ __forceinline__ void weft_gemm_report(weft_device_error_t *e, unsigned status, int tile,
-                                                 int peer, int index, u64 expected, u64 observed) {
+ * peer q's; -1 for a word many peers count on), the signal's index, expected and observed. Out
+ * of line: inlined into the threads that hold a tile's accumulators (or the summers' 48
+ * registers), its stores spilled them; it calls nothing outside the module (see above). */
+__device__ __noinline__ void weft_gemm_report(weft_device_error_t *e, unsigned status, int tile,
+                                             int peer, int index, u64 expected, u64 observed) {
   if (!e || atomicCAS_system((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY) != 0u) return;
   e->rank = weft_state.rank;
   e->peer = peer;
