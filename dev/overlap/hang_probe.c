@@ -5,35 +5,10 @@
  *   weftrun [--share-gpus] -n W hang_probe <ag_gemm|gemm_rs|gemm_ar> M N K [ce|sm|seq|auto] [secs]
  * M: rows per rank for ag_gemm, all rows for the others; B [n, k]; bf16 in and out.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "ops/ops.h"
-#include "runtime/comm.h"
-#include "runtime/loader.h"
-#include "weft.h"
-
-#define W(call)                                                                            \
-  do {                                                                                     \
-    weft_status_t s_ = (call);                                                             \
-    if (s_) {                                                                              \
-      fprintf(stderr, "hang_probe: %s: %s: %s\n", #call, weft_get_error_string(s_),        \
-              weft_get_last_error());                                                      \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-#define CU(call)                                                                           \
-  do {                                                                                     \
-    CUresult r_ = weft_cu.call;                                                            \
-    if (r_) {                                                                              \
-      const char *n_ = "?";                                                                \
-      weft_cu.cuGetErrorName(r_, &n_);                                                     \
-      fprintf(stderr, "hang_probe: %s: %s\n", #call, n_);                                  \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
+#include "overlap_dev.h"
 
 static void dump(weft_comm_t *comm, CUstream peek, const char *when) {
   weft_ops_t *o = &comm->ops;

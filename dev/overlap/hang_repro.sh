@@ -17,13 +17,12 @@ while read -r op m n k algo; do
   for w in ${RANKS:-2}; do
     i=$((i + 1))
     log="$out/probe-$i-$op-$m-$n-$k-$algo-np$w.log"
-    t0=$(date +%s.%N)
+    t0=$(date +%s)
     WEFT_DEBUG=TRACE timeout 60 build/tools/weftrun --share-gpus -n "$w" build/dev/overlap/hang_probe \
       "$op" "$m" "$n" "$k" "$algo" 14 > "$log" 2>&1
     rc=$?
-    t1=$(date +%s.%N)
-    printf '%-8s %5s %5s %5s %-4s np%d rc %3d %5.1fs  %s\n' "$op" "$m" "$n" "$k" "$algo" "$w" "$rc" \
-      "$(echo "$t1 - $t0" | bc)" "$(grep -c finished "$log") finished"
+    printf '%-8s %5s %5s %5s %-4s np%d rc %3d %4d s  %s\n' "$op" "$m" "$n" "$k" "$algo" "$w" "$rc" \
+      "$(( $(date +%s) - t0 ))" "$(grep -c finished "$log") finished"
     grep -E "gemm [0-9]+x|t=|timed out|failed|error" "$log" | grep -v "weft_jit\|cache" | head -12 | sed 's/^/    /'
   done
 done

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/comm.h"
@@ -101,6 +102,17 @@ static inline unsigned long long test_seed(weft_comm_t *comm) {
 static inline unsigned long long test_rand(unsigned long long *x) {
   *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
   return *x;
+}
+
+/* Runs a shell command (a driver test's job), its stdout and stderr (if redirected) into out;
+ * returns its exit code (128 if it did not exit). */
+static inline int test_run_job(const char *cmd, char *out, size_t size) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t n = fread(out, 1, size - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static inline weft_kernel_t *test_kernel(weft_module_t *m, const char *name) {

@@ -92,15 +92,6 @@ static int child_destroy(void) {
   return st == WEFT_STATUS_TIMEOUT ? 3 : 1;
 }
 
-static int run(const char *cmd, char *out, size_t size) {
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  size_t n = fread(out, 1, size - 1, p);
-  out[n] = 0;
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 int main(int argc, char **argv) {
   const char *mode = getenv("WEFT_TEST_MODE");
   if (mode && !strcmp(mode, "hang")) return child_hang();
@@ -120,7 +111,7 @@ int main(int argc, char **argv) {
    * on a fresh H200 pair, the hang job took 12.5 s against its 12 s limit; a 2-rank job's first
    * run took 11.1 s there, the next ones 0.7-2.2 s, cache cold or warm (2026-11-26). */
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=ok %s -n 2 %s 2>&1", argv[1], argv[0]);
-  int rc = run(cmd, out, sizeof out);
+  int rc = test_run_job(cmd, out, sizeof out);
   printf("---- a normal job (warm-up): exit %d\n%s----\n", rc, out);
   if (rc == 77) return 77;
   if (rc != 0) {
@@ -130,7 +121,7 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=hang WEFT_TIMEOUT_MS=%d %s -n 2 %s 2>&1", TIMEOUT_MS,
            argv[1], argv[0]);
   uint64_t t0 = weft_now_ns();
-  rc = run(cmd, out, sizeof out);
+  rc = test_run_job(cmd, out, sizeof out);
   double s = (double)(weft_now_ns() - t0) / 1e9;
   printf("---- job that must time out: exit %d after %.1f s\n%s----\n", rc, s, out);
   if (rc == 77) return 77;
@@ -145,7 +136,7 @@ int main(int argc, char **argv) {
   if (s > TIMEOUT_MS / 1000.0 + 10) fails++, printf("FAIL: took %.1f s for a %d ms deadline\n", s, TIMEOUT_MS);
   /* multicast is off: the guard must stop the kernel, with its message, and fail the job */
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=multimem %s -n 2 %s 2>&1", argv[1], argv[0]);
-  rc = run(cmd, out, sizeof out);
+  rc = test_run_job(cmd, out, sizeof out);
   printf("---- job that calls multimem with multicast off: exit %d\n%s----\n", rc, out);
   if (rc == 0) fails++, printf("FAIL: the multimem job exited 0\n");
   /* The guard's device printf precedes its trap; whether the driver flushes a trapped kernel's
@@ -161,7 +152,7 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=destroy WEFT_TIMEOUT_MS=%d %s -n 2 %s 2>&1", TIMEOUT_MS,
            argv[1], argv[0]);
   t0 = weft_now_ns();
-  rc = run(cmd, out, sizeof out);
+  rc = test_run_job(cmd, out, sizeof out);
   s = (double)(weft_now_ns() - t0) / 1e9;
   printf("---- job whose kernel outlives weft_comm_destroy's deadline: exit %d after %.1f s\n%s----\n",
          rc, s, out);
@@ -171,7 +162,7 @@ int main(int argc, char **argv) {
     fails++, printf("FAIL: the destroy's message does not say what it waited for\n");
   if (s > TIMEOUT_MS / 1000.0 + 5 + 5 + 10) fails++, printf("FAIL: took %.1f s\n", s);
   snprintf(cmd, sizeof cmd, "WEFT_TEST_MODE=ok %s -n 2 %s 2>&1", argv[1], argv[0]);
-  rc = run(cmd, out, sizeof out);
+  rc = test_run_job(cmd, out, sizeof out);
   printf("---- next job on the same GPUs: exit %d\n%s----\n", rc, out);
   if (rc != 0) fails++, printf("FAIL: the next job did not work\n");
   printf("%s\n", fails ? "FAILED" : "ok");
