@@ -122,8 +122,9 @@ static weft_status_t open_device(weft_comm_t *comm, int device) {
     return WEFT_ERR(comm, WEFT_STATUS_NOT_SUPPORTED,
                     "GPU %d lacks CUDA virtual memory management with POSIX fd handles, which the "
                     "symmetric heap needs", device);
-  /* Host-mapped, so that the host can raise abort while a kernel spins, and read what a kernel
-   * reported after it trapped (the context is then unusable, host memory is not). */
+  /* The error record: host-mapped, so that the host reads what a kernel reported after it
+   * trapped (the context is then unusable, host memory is not). The abort word is the node's
+   * (watchdog.c). */
   void *error_host = NULL;
   WEFT_CU(comm, cuMemHostAlloc(&error_host, sizeof(weft_device_error_t),
                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
