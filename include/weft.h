@@ -138,7 +138,9 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm);
  * once (a WARN line, whether or not it calls weft again) what failed: the op, rank, peer, signal
  * and values, or which rank's failure stopped it. A kernel stopped by an abort ends with its
  * results void and leaves the CUDA context usable; one whose own wait timed out traps, which
- * leaves it unusable. Safe from another thread. After it, only weft_comm_destroy is valid. */
+ * leaves it unusable (so do the own-segment waits inside weft_gemm_ar's GEMM, which read no abort
+ * word and end at their deadline). Safe from another thread. After it, only weft_comm_destroy is
+ * valid. */
 WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 
 /* The text of the last failure on this communicator; "" when none. Never NULL. */

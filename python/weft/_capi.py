@@ -45,7 +45,7 @@ _pp, _pi, _psz = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), 
 _st = ctypes.c_int  # weft_status_t
 
 # name: (restype, argtypes). Enums travel as int, streams and buffers as void *.
-# tests/cpu/python_capi.py checks this table against include/weft.h's WEFT_API declarations.
+# tests/python/capi.py checks this table against include/weft.h's WEFT_API declarations.
 PROTOTYPES = {
     "weft_get_version": (_i, []),
     "weft_get_error_string": (ctypes.c_char_p, [_st]),

@@ -2,7 +2,8 @@
 weft's bindings, against float64 references (reductions, GEMMs) or bit for bit (data movement);
 a CUDA graph replay; argument errors. Inputs are fresh every run (a seed rank 0 draws), outputs
 poisoned before each call, every element checked. Each rank draws every rank's inputs from the
-shared seed, so references need no other library. Run by ctest through weftrun at 2 and 4 ranks:
+shared seed, so references need no other library. Run by ctest through weftrun at 2, 3 and 4
+ranks (shared GPUs where there are fewer) and at 8:
     weftrun -n 4 python3 tests/python/ops.py
 Exits 77 (skipped) where torch with CUDA is missing."""
 
