@@ -41,8 +41,8 @@
  * WEFT_AUTOTUNE=1 (weft_comm_set_autotune), WEFT_COMM_SMS (weft_gemm_ar),
  * WEFT_SHARE_GPUS=1 (ranks beyond the GPU count share GPUs round-robin: for correctness tests on
  * small machines; their kernels take turns, so timings mean nothing), WEFT_ENABLE_MULTICAST (see
- * DESIGN.md, Safety: refused when NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1 or
- * TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set).
+ * docs/architecture.md, "NVLink multicast is off": refused when NCCL_NVLS_ENABLE=0,
+ * NVSHMEM_DISABLE_NVLS=1 or TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set).
  */
 #ifndef WEFT_H
 #define WEFT_H
@@ -334,10 +334,10 @@ typedef enum weft_red_op {
  * AllReduce's push staging (no handshake) and reduces its own; above, every rank pulls its
  * segment from every rank and reduces it; WEFT_ALGO_COPY_ENGINE, the copy engines push every
  * segment into its owner's symmetric staging area (a side stream, one peer at a time) while
- * kernels on the caller's stream reduce what arrived (seeds/001 Algorithm 3), in rounds (a
- * quarter of the segment but at least 4 MiB, at most WEFT_REDUCE_STAGING_BYTES / (2 * world)
- * bytes: environment, default 64 MiB, read at weft_comm_init, equal on every rank), one round's
- * reduction under the next round's copies;
+ * kernels on the caller's stream reduce what arrived (Triton-distributed, §3.3, Algorithm 3), in
+ * rounds (a quarter of the segment but at least 4 MiB, at most
+ * WEFT_REDUCE_STAGING_BYTES / (2 * world) bytes: environment, default 64 MiB, read at
+ * weft_comm_init, equal on every rank), one round's reduction under the next round's copies;
  * WEFT_ALGO_LL, every rank pushes each segment to its owner in LL lines (as AllReduce's LL),
  * at most WEFT_ALLREDUCE_LL_MAX_BYTES(world) per segment, no handshake; WEFT_ALGO_RING, for GPUs
  * without a full-bandwidth link to every peer: each rank adds its part to a partial sum from its
@@ -508,10 +508,10 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * a_gathered + rank * m * k: in place). a_gathered: [world * m, k] contiguous, from weft_malloc
  * (symmetric); after the call it holds the gathered A. b: this rank's columns of the weights,
  * [n, k] (LAYOUT_NK) or [k, n] (LAYOUT_KN), row stride ldb. c: [world * m, n], row stride ldc.
- * Overlapped form: the copy engines push each rank's rows to every peer (seeds/001 Algorithm 1,
- * one peer link per sender at each step) with a signal behind each push, while the GEMM starts
- * at the rank's own rows and waits per tile for the rows it reads (a rotated tile order that
- * follows the arrivals). */
+ * Overlapped form: the copy engines push each rank's rows to every peer (Triton-distributed, §3.2,
+ * Algorithm 1, one peer link per sender at each step) with a signal behind each push, while the
+ * GEMM starts at the rank's own rows and waits per tile for the rows it reads (a rotated tile order
+ * that follows the arrivals). */
 WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered,
                                     const void *b, int ldb, void *c, int ldc, int m, int n, int k,
                                     weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
@@ -527,11 +527,11 @@ WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_ga
  * Overlapped forms: the GEMM computes the segment of rank + 1 first, then rank + 2, ..., its own
  * last. WEFT_ALGO_COPY_ENGINE (AUTO from WEFT_OVERLAP_MIN_ROWS rows a rank): it counts each
  * segment's stored tiles and the copy engines send each finished segment to its owner while the
- * GEMM goes on (seeds/001 Algorithm 3). WEFT_ALGO_SM (fused scatter): the GEMM's epilogue stores
- * each tile straight into its owner's workspace over NVLink (no copy engine; shapes whose GEMM runs
- * the split-K kernel, small m or n not a multiple of 16 bytes, run sequentially). Either way each
- * rank reduces what it received after its own GEMM. WEFT_ALGO_SEQUENTIAL: the GEMM, then
- * weft_reduce_scatter. */
+ * GEMM goes on (Triton-distributed, §3.3, Algorithm 3). WEFT_ALGO_SM (fused scatter): the GEMM's
+ * epilogue stores each tile straight into its owner's workspace over NVLink (no copy engine; shapes
+ * whose GEMM runs the split-K kernel, small m or n not a multiple of 16 bytes, run sequentially).
+ * Either way each rank reduces what it received after its own GEMM. WEFT_ALGO_SEQUENTIAL: the GEMM,
+ * then weft_reduce_scatter. */
 WEFT_API weft_status_t weft_gemm_rs(weft_comm_t *comm, const void *a, int lda, const void *b,
                                     int ldb, void *c, void *workspace, int m, int n, int k,
                                     weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,

@@ -39,9 +39,10 @@
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
  *   weft_red_ll, _ll2 and _ll128 poll WEFT_RED_LL_BATCH ranks' lines at once (below).
- *   Copy-engine ReduceScatter (seeds/001 Algorithm 3), in rounds: in round r every rank's copy
- *   engines put its piece r of every segment into the owner's staging area, parity r & 1
- *   (src/ops/reduce.c), and every owner reduces its round r while the copies of round r + 1 run.
+ *   Copy-engine ReduceScatter (Triton-distributed, §3.3, Algorithm 3), in rounds: in round r
+ *   every rank's copy engines put its piece r of every segment into the owner's staging area,
+ *   parity r & 1 (src/ops/reduce.c), and every owner reduces its round r while the copies of
+ *   round r + 1 run.
  *   weft_red_ce_enter   once a call, before any copy: "ready e" to every rank, wait for all
  *                       (every rank has finished its earlier calls: no staging is still read,
  *                       whichever algorithm used it).

@@ -72,9 +72,9 @@ typedef struct bench {
 /* The baseline's cuBLAS handle on the bench's stream, with the workspace that cuBLAS's
  * documentation recommends for Hopper and that PyTorch gives it there: 32 MiB (cublasSetWorkspace;
  * WEFT_BENCH_CUBLAS_WORKSPACE_MIB overrides it, 0 leaves cuBLAS's own), so that the baseline is
- * configured as users' is. (On an H200 at DESIGN.md's shapes the two ran the same, 2026-11-26:
- * bench/results/2026-11-26-gemm-kn-h200x4.md.) *ws: the workspace (0 if none), for cuMemFree
- * after cublasDestroy. */
+ * configured as users' is. (On an H200 at weft-bench gemm's default shapes the two ran the same,
+ * 2026-11-26: bench/results/2026-11-26-gemm-kn-h200x4.md.) *ws: the workspace (0 if none), for
+ * cuMemFree after cublasDestroy. */
 static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdeviceptr *ws) {
   const char *e = getenv("WEFT_BENCH_CUBLAS_WORKSPACE_MIB");
   size_t mib = e ? (size_t)strtoul(e, NULL, 10) : 32;
@@ -161,7 +161,8 @@ weft_module_t *bench_data_load(bench_t *b, weft_kernel_t **fill, weft_kernel_t *
     }                                                                                     \
   } while (0)
 
-/* NCCL over the same ranks (its NVLink multicast off, DESIGN.md Safety). */
+/* NCCL over the same ranks, its NVLink multicast off
+ * (docs/architecture.md, "NVLink multicast is off"). */
 ncclComm_t bench_nccl_init(bench_t *b);
 /* -a: auto, ce, sm, ll, two_shot, ring, seq (overlapped ops: sequential). */
 weft_algo_t bench_parse_algo(const char *name);

@@ -15,7 +15,8 @@
 /* ---- shared by the collective suites (bench.h) --------------------------------------------- */
 
 ncclComm_t bench_nccl_init(bench_t *b) {
-  /* NCCL creates NVLink multicast objects unless told not to (DESIGN.md, Safety). */
+  /* NCCL creates NVLink multicast objects unless told not to; weft keeps them off
+   * (docs/architecture.md, "NVLink multicast is off"). */
   const char *mc = getenv("WEFT_ENABLE_MULTICAST");
   if (!mc || strcmp(mc, "1")) setenv("NCCL_NVLS_ENABLE", "0", 1);
   ncclUniqueId *ids = bench_calloc((size_t)b->world, sizeof *ids);

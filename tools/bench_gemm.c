@@ -6,10 +6,11 @@
  * first, every weft run apart (the heuristic's, --hooks' and --config's): its C (poisoned
  * before) against cuBLAS's, normalised error, NaN counted as wrong (the err column is the
  * heuristic's; another run's is printed beside its time where it is wrong).
- * Shapes: 8192^3, DESIGN.md's per-GPU shapes at TP=4 and their TP=8 halves, and decode (m = 1,
- * 16, 64, 128 with those n, k); or -s M,N,K (repeatable). --hooks adds, per shape, the same GEMM
- * with the overlap hooks compiled in and their signals already set (wait; notify after each
- * sub-tile's store, released at system scope; the same at gpu scope; wait and notify), and prints
+ * Shapes: 8192^3, the per-GPU shapes of DITRON's layers (Appendix C, Tables 1 and 2) at TP=4 and
+ * their TP=8 halves, and decode (m = 1, 16, 64, 128 with those n, k); or -s M,N,K (repeatable).
+ * --hooks adds, per shape, the same GEMM with the overlap hooks compiled in and their signals
+ * already set (wait; notify after each sub-tile's store, released at system scope; the same at gpu
+ * scope; wait and notify), and prints
  * each one's cost against the plain kernel. --config BM=128,BN=192,ST=4,CL=2,EPI=3[,G=8,KS=2,TS=4] (repeatable,
  * for tuning the heuristic) adds that tile configuration as a run on every shape; HK=1..4 in it
  * compiles one of those hooks in (1 wait, 2 notify, 3 notify.gpu, 4 wait and notify), so that a
@@ -130,7 +131,8 @@ int main_gemm(int argc, char **argv) {
   int (*shapes)[3] = o.shapes, nshapes = o.nshapes, kmajor = o.kmajor, iters = o.iters;
   const char *dtype = o.dtype;
   if (!nshapes) {
-    /* 8192^3; DESIGN.md's per-GPU shapes at TP=4 (AG+GEMM: n / 4; GEMM+RS: k / 4) and TP=8 */
+    /* 8192^3; the per-GPU shapes of DITRON's layers (Appendix C) at TP=4 (AG+GEMM: n / 4;
+     * GEMM+RS: k / 4) and TP=8 */
     static const int nk[][2] = {{11008, 4096}, {14336, 4096}, {28672, 8192}, {53248, 16384},
                                 {29568, 8192}};
     shapes[nshapes][0] = shapes[nshapes][1] = shapes[nshapes][2] = 8192, nshapes++;

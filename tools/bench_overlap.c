@@ -3,22 +3,22 @@
  * beside cuBLAS + NCCL in the same process and run, on the same random data, interleaved (sample
  * i of every run before sample i + 1 of any), medians of -n samples of BENCH_BATCH calls after a
  * host barrier, the slowest rank's. Per shape (M, N, K of the whole layer, split over the ranks as
- * DESIGN.md's tables): the GEMM alone (cuBLAS), the communication alone (NCCL), cuBLAS + NCCL in
- * sequence, weft's op, the exposed communication (weft - GEMM alone), the speedup (cuBLAS + NCCL
- * / weft) and weft's share of the overlap bound (max(GEMM alone, comm alone) / weft). Each shape
- * is checked once first: weft's output (poisoned before) against cuBLAS + NCCL's, normalised
- * error <= 1e-2, non-finite values counted as wrong (non-zero exit).
+ * in DITRON, Appendix C, Tables 1 and 2): the GEMM alone (cuBLAS), the communication alone (NCCL),
+ * cuBLAS + NCCL in sequence, weft's op, the exposed communication (weft - GEMM alone), the speedup
+ * (cuBLAS + NCCL / weft) and weft's share of the overlap bound (max(GEMM alone, comm alone) /
+ * weft). Each shape is checked once first: weft's output (poisoned before) against cuBLAS + NCCL's,
+ * normalised error <= 1e-2, non-finite values counted as wrong (non-zero exit).
  *
- *   ag_gemm: A [M/ws, K] per rank, B [K, N/ws] (-l kn, the default, as DESIGN.md's tables and
- *            bench/peers) or [N/ws, K] (-l nk), C [M, N/ws];
+ *   ag_gemm: A [M/ws, K] per rank, B [K, N/ws] (-l kn, the default, as in bench/peers) or
+ *            [N/ws, K] (-l nk), C [M, N/ws];
  *            NCCL AllGather of A, then the GEMM on the gathered A.
  *   gemm_rs: A [M, K/ws], B [K/ws, N] or [N, K/ws], out [M/ws, N]; the GEMM, then NCCL
  *            ReduceScatter of the [M, N] partial.
  *   gemm_ar: the same GEMM, then NCCL AllReduce of the partial: out [M, N].
- * Options: -s M,N,K (repeatable; default DESIGN.md's shapes, gemm_ar the GEMM+RS shapes at M =
- * 8192 and M = 128), -l nk|kn, -d bf16|fp16, -a auto|ce|sm|seq (gemm_rs sm: the fused scatter;
- * gemm_ar sm: the SM consumer), --autotune (AUTO with weft_comm_set_autotune: each shape's plan
- * timed on its check call), -n, -w, -J file.json.
+ * Options: -s M,N,K (repeatable; default the layer shapes of DITRON, Appendix C, Tables 1 and 2,
+ * gemm_ar the GEMM+RS shapes at M = 8192 and M = 128), -l nk|kn, -d bf16|fp16, -a auto|ce|sm|seq
+ * (gemm_rs sm: the fused scatter; gemm_ar sm: the SM consumer), --autotune (AUTO with
+ * weft_comm_set_autotune: each shape's plan timed on its check call), -n, -w, -J file.json.
  */
 #include <cublas_v2.h>
 #include <math.h>
@@ -121,7 +121,7 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
   int (*shapes)[3] = o.shapes, nshapes = o.nshapes, kmajor = o.kmajor;
   const char *dtype = o.dtype;
   if (!nshapes) {
-    /* DESIGN.md's tables (M, N, K of the layer) */
+    /* DITRON, Appendix C, Tables 1 and 2 (M, N, K of the layer) */
     static const int ag[][3] = {{8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192},
                                 {8192, 53248, 16384}, {8192, 29568, 8192}};
     static const int rs[][3] = {{8192, 4096, 11008}, {8192, 4096, 14336}, {8192, 8192, 28672},

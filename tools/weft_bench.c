@@ -62,7 +62,7 @@ static const char legend[] =
     "options (nccl-tests' letters where it has the option):\n"
     "  -b, -e SIZE  smallest and largest size in bytes (K, M, G suffixes)\n"
     "  -f FACTOR    each size this many times the one before (> 1)\n"
-    "  -s M,N,K     a shape, repeatable (default: DESIGN.md's shapes)\n"
+    "  -s M,N,K     a shape, repeatable (default: LLM layer shapes)\n"
     "  -l nk|kn     B stored [n, k] or [k, n]\n"
     "  -d TYPE      the data type\n"
     "  -a ALGO      weft's algorithm (auto: weft chooses)\n"

@@ -222,7 +222,7 @@ static int check_gpus(int n, bool share) {
   return 0;
 }
 
-/* Keeps NVLink multicast off in every rank (see DESIGN.md, Safety). */
+/* Keeps NVLink multicast off in every rank (docs/architecture.md, "NVLink multicast is off"). */
 static void multicast_guard(void) {
   static const struct {
     const char *name, *off;

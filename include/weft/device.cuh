@@ -8,10 +8,10 @@
  * peers' heap mappings, the wait deadline, the abort flag and the error record.
  *
  *   sync.cuh      acquire/release loads and stores, atomics, fence, quiet, the timed wait
- *   shmem.cuh     OpenSHMEM-style (Table 1 of seeds/001): my_pe, n_pes, remote_ptr, int_p,
+ *   shmem.cuh     OpenSHMEM-style (Triton-distributed, Table 1): my_pe, n_pes, remote_ptr, int_p,
  *                 put/get (+nbi), put-with-signal, signal_op, signal_wait_until, barrier_all,
  *                 sync_all, broadcast (thread, _warp, _block), wait/notify/consume_token
- *   tile.cuh      TileLink (Table 3 of seeds/002): producer/consumer/peer tile notify and wait,
+ *   tile.cuh      tile-centric (TileLink, Table 3): producer/consumer/peer tile notify and wait,
  *                 rank notify/wait, tile push/pull, rank copy, over tile_map.h's static and
  *                 dynamic mappings; TMA proxy fences
  *   ll.cuh        the LL (data + flag in one store) protocol

@@ -11,9 +11,10 @@
  *   bytes, so an LL buffer is twice its payload (WEFT_LL_BYTES).
  *
  * Ordering rules (why this works without fences):
- * - An aligned 8-byte store is single-copy atomic, also over NVLink (DESIGN.md): a reader that
- *   sees the flag half of a word sees the data half of the same store. A 16-byte line is two such
- *   halves, each with its own copy of the flag, so the reader checks both flags.
+ * - An aligned 8-byte store is single-copy atomic, also over NVLink (docs/architecture.md,
+ *   "Memory-model rules the device code relies on"): a reader that sees the flag half of a word
+ *   sees the data half of the same store. A 16-byte line is two such halves, each with its own
+ *   copy of the flag, so the reader checks both flags.
  * - Stores are st.volatile (relaxed.sys) and polls ld.volatile: no acquire/release is needed for
  *   the LL payload itself. Data that is NOT inside the LL lines is not ordered by them: use a
  *   signal (release/acquire) for that.

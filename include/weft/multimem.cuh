@@ -2,8 +2,9 @@
  * weft/multimem.cuh — NVLink multicast loads with reduction and stores (multimem.ld_reduce,
  * multimem.st) on a multicast address. They compile everywhere; they run only where the runtime
  * created a multicast object, which it never does unless WEFT_ENABLE_MULTICAST=1 and no veto
- * variable is set (DESIGN.md, Safety: multicast can take shared GPUs out of service). Every entry
- * point checks weft_state.multicast_enabled first and traps with a message when it is 0.
+ * variable is set (multicast can take shared GPUs out of service: docs/architecture.md,
+ * "NVLink multicast is off"). Every entry point checks weft_state.multicast_enabled first and
+ * traps with a message when it is 0.
  */
 #ifndef WEFT_MULTIMEM_CUH
 #define WEFT_MULTIMEM_CUH

@@ -10,7 +10,7 @@
  * each is a permutation (tests/cpu/test_swizzle.c checks that, and each order's property below,
  * against brute force over rows).
  *
- * Why the orders (seeds/001 §3.7, seeds/000 §3.2 and Appendix B):
+ * Why the orders (Triton-distributed, §3.7; DITRON, §3.2 and Appendix B):
  *  - AllGather + GEMM ("gather mode"): the GEMM consumes rows as they arrive, so rank r first
  *    computes the tile-rows that lie entirely in its own shard (no wait at all), then the tiles
  *    of each shard in arrival order. A tile that straddles shards waits for the last of them to
@@ -39,7 +39,7 @@
  *    (the node-boundary straddler is then produced last, with the segment it feeds last), and
  *    an offset past the segment's end restarts at its start instead of being taken modulo.
  *  - Chunk orders: which shard a copy-engine / SM sender moves at step s, matching the tile
- *    orders (seeds/001 Algorithms 1-3 and 5 with the swizzled loop order).
+ *    orders (Triton-distributed, Algorithms 1-3 and 5, with the swizzled loop order).
  *
  * Rows are long long; tile-rows and ranks are int. Requirements: world >= 1, m_per_rank >= 1,
  * bm >= 1, 0 <= rank < world, nnodes >= 1 dividing world, dir is +1 or -1 (any value < 0 means
@@ -111,7 +111,7 @@ WEFT_SWIZZLE_HD int weft_swizzle_rs_row(int p, int rank, int world, long long m_
   return weft_swizzle__mod(weft_swizzle__cl((long long)rank * m_per_rank, bm) - 1 - p, tiles);
 }
 
-/* ---- inter-node tile-row orders (seeds/000 Appendix B) ---- */
+/* ---- inter-node tile-row orders (DITRON, Appendix B) ---- */
 
 /* Tile-rows lying entirely inside the cyclic window of len nodes starting at node s. */
 WEFT_SWIZZLE_HD int weft_swizzle__inside(int s, int len, int nnodes, long long m_node, int tiles,
@@ -259,10 +259,10 @@ WEFT_SWIZZLE_HD int weft_swizzle_ag_nodes_chunk(int s, int rank, int world, int 
   return ((rank / lw + i) % nnodes) * lw + (rank % lw + j) % lw;
 }
 
-/* Inter-node RS (seeds/001 Algorithm 5, swizzled): the segment (global rank) rank produces at
- * step s: node stage s / local_world starting at node+1 (own node last), inside it local rank
- * lr+1 first, lr last. The chunk goes to local rank (segment % local_world) of rank's own node,
- * which reduces the stage and sends it to the segment's owner across nodes. */
+/* Inter-node RS (Triton-distributed, §3.5, Algorithm 5, swizzled): the segment (global rank) rank
+ * produces at step s: node stage s / local_world starting at node+1 (own node last), inside it
+ * local rank lr+1 first, lr last. The chunk goes to local rank (segment % local_world) of rank's
+ * own node, which reduces the stage and sends it to the segment's owner across nodes. */
 WEFT_SWIZZLE_HD int weft_swizzle_rs_nodes_chunk(int s, int rank, int world, int nnodes) {
   int lw = world / nnodes, i = s / lw, j = s % lw;
   return ((rank / lw + 1 + i) % nnodes) * lw + (rank % lw + 1 + j) % lw;

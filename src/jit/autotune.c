@@ -1,7 +1,7 @@
 /*
- * autotune.c — the distributed autotuner (DESIGN.md, JIT; jit.h): which of an op's candidate
- * plans runs fastest, decided by timing the whole op on the caller's data, the same choice on
- * every rank, remembered in memory and on disk.
+ * autotune.c — the distributed autotuner (docs/architecture.md, "How a plan is chosen"; jit.h):
+ * which of an op's candidate plans runs fastest, decided by timing the whole op on the caller's
+ * data, the same choice on every rank, remembered in memory and on disk.
  *
  * Data shapes:
  *   key (op and shapes) + world size + GPU name + SM count + weft version  --SHA-256-->

@@ -180,8 +180,8 @@ static int c_takes_tma(const weft_gemm_problem_t *p) {
  * row to n (8192x1376: 8 tiles of 176 columns cover 1408, 6 of 256 1536); their last staging box
  * overlaps the one before it (kernels/gemm.cu, WEFT_GEMM_BOX_COL). [k, n] B takes the multiples
  * of 64 (cost_kn; 0: not), where 192 columns cost no more than 256 (H200, two runs of the 21
- * large shapes of DESIGN.md with [k, n] B on 256, 192 and 128, each width in the same run: 192
- * ahead by 1-4% on seven, 8192x7392x8192 -2.7% / -1.3%, at most 2.5% behind on the others;
+ * large shapes of weft-bench gemm with [k, n] B on 256, 192 and 128, each width in the same run:
+ * 192 ahead by 1-4% on seven, 8192x7392x8192 -2.7% / -1.3%, at most 2.5% behind on the others;
  * bench/results/2026-11-26-gemm-kn-h200x4.md). */
 static const struct gemm_width {
   int bn, stages, epi;
@@ -273,7 +273,7 @@ static void config_swapped(const weft_gemm_problem_t *p, const weft_ops_gpu_t *g
 }
 
 /* Whether the transposed product s runs p on `sms` SMs (H200 and H100, each against the 128-row
- * tiles in the same call, dev/gemm/NOTES.md stop 36): its column tiles must pad m by at least a
+ * tiles in the same call, dev/gemm/NOTES.md): its column tiles must pad m by at least a
  * sixth less than 128-row tiles do (m = 129-208, 288-320 and 416 on the layers' large (n, k)
  * 0-29% faster with either B; 224 and 448, an eighth less, -9% to +9%; 576, a tenth, -6% to
  * +20%; whole 128-row tiles up to 26% slower). Below a quarter less (208, 320, 416 rows) the
@@ -304,7 +304,7 @@ static int swap_takes(const weft_gemm_problem_t *p, const weft_gemm_config_t *s,
  * splits of 2, 4 or 8 reduce inside a cluster (2026-11-25). [k, n] B has no
  * 32-column warpgroup tiles (BM=64 BN=64). Large M: 128x256 tiles, 2x1 clusters multicasting B
  * (none for an odd count of tile rows), 4 stages (the fast.cu ladder; 1.00-1.09x cuBLAS on the
- * large shapes of DESIGN.md). Between them, 128 < m <= 512 without hooks: the transposed
+ * large shapes of weft-bench gemm). Between them, 128 < m <= 512 without hooks: the transposed
  * product where its column tiles pad m less (config_swapped, swap_takes). */
 void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t *gpu,
                              size_t ws_floats, int ws_counters, int hooked, weft_gemm_config_t *c) {
@@ -427,8 +427,8 @@ void weft_gemm_config_choose(const weft_gemm_problem_t *p, const weft_ops_gpu_t 
      * and B's rows are no multiple of 128 bytes (k or lda no multiple of 64), and the split tail
      * (weft_gemm_tail) counted where it is cheaper: the last wave's share of the k-blocks plus
      * GEMM_TAIL_CHOICE_COST. [k, n] B takes the widths of whole 64-column boxes (gemm_widths'
-     * cost_kn). Fitted to an H100 sweep of every width on DESIGN.md's 21 large shapes (two runs,
-     * same call, dev/gemm/NOTES.md "Ninth session"): this choice was the fastest width or within
+     * cost_kn). Fitted to an H100 sweep of every width on weft-bench gemm's 21 large shapes (two
+     * runs, same call, dev/gemm/NOTES.md): this choice was the fastest width or within
      * 1.5% of it on each, the 256/192/128 choice before it up to 8.7% from it. There the narrow
      * widths lost 4-23% more with unaligned rows (8192x8192x3696: 176 columns +23%, 208 +13%;
      * 8192x8192x3584: 176 +1.4%), and a tail's estimate against another width's whole tiles was

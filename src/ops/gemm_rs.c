@@ -8,7 +8,8 @@
  * Workspace (symmetric, the caller's): the partial product [m, n] (contiguous, out dtype), then
  * world staging slots of slot_bytes: slot p of rank q receives rank p's partial of segment q.
  *
- * One overlapped call, on the caller's stream and the side stream (seeds/001 Algorithm 3):
+ * One overlapped call, on the caller's stream and the side stream (Triton-distributed, §3.3,
+ * Algorithm 3):
  *   stream barrier: every rank finished its previous call (its staging slots are reduced, its
  *     arrival flags are back to 0);
  *   fork; on the side stream, for the segments q = rank + 1, rank + 2, ... (weft_swizzle_rs_chunk):
@@ -34,12 +35,12 @@
  * accumulators and stores the sums into every rank's c (kernels/gemm.cu, WEFT_GEMM_AR_OWN); the
  * kernel after the GEMM is then only the handshake.
  *
- * The fused-scatter form (WEFT_ALGO_SM; seeds/001 §3.3's "scatter in the epilogue"): no copy
- * engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_SCATTER)
- * stores each sub-tile of segment q straight into slot `rank` of rank q's staging, in the same
- * order, and adds 1 to rank q's arrival flag of this rank once the stores are complete (.sys
- * release); the reduction then waits for each peer's flag to count the whole segment. Stream
- * barrier, GEMM, reduction, flags back to 0: one stream, nothing to join.
+ * The fused-scatter form (WEFT_ALGO_SM; Triton-distributed, §3.6, "Intra-node ReduceScatter with
+ * Fusion"): no copy engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu,
+ * WEFT_GEMM_SCATTER) stores each sub-tile of segment q straight into slot `rank` of rank q's
+ * staging, in the same order, and adds 1 to rank q's arrival flag of this rank once the stores are
+ * complete (.sys release); the reduction then waits for each peer's flag to count the whole
+ * segment. Stream barrier, GEMM, reduction, flags back to 0: one stream, nothing to join.
  */
 #include "ops.h"
 

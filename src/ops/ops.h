@@ -248,10 +248,10 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
 weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, const char *op,
                                    weft_algo_t *algo);
 
-/* Resource partition (seeds/001 §3.8): the SMs an SM-side communication kernel takes from a GEMM
- * that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x tile_n,
- * `flops` and `hbm_bytes` (A, B and C) of work; the consumer moves link_bytes over NVLink at
- * about WEFT_PART_SM_LINK_GBPS per SM (at most WEFT_PART_LINK_GBPS), keeping pace with the GEMM
+/* Resource partition (Triton-distributed, §3.8): the SMs an SM-side communication kernel takes from
+ * a GEMM that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x
+ * tile_n, `flops` and `hbm_bytes` (A, B and C) of work; the consumer moves link_bytes over NVLink
+ * at about WEFT_PART_SM_LINK_GBPS per SM (at most WEFT_PART_LINK_GBPS), keeping pace with the GEMM
  * except for the rows of the GEMM's last wave of tiles, which it can only move after them. The
  * model's time, max(GEMM on the rest, the consumer's share before the last wave) + that tail,
  * is evaluated for every count from 2 to sms / 4 and the smallest within 1% of the best wins.

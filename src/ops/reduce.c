@@ -302,10 +302,10 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
   return red_ll(comm, &comm->ops.red[WEFT_RED_OP_SUM], NULL, recv, bytes, 0, dtype, stream);
 }
 
-/* Copy-engine ReduceScatter (seeds/001 Algorithm 3; kernels/reduce.cu has the protocol): enter
- * (every rank has finished its earlier calls), then, round by round, this rank's pieces of the
- * peers' segments copied into their owners' staging (parity r & 1) one after another on the
- * side stream, rank + 1's first (every GPU then sends to one peer and receives from one at a
+/* Copy-engine ReduceScatter (Triton-distributed, §3.3, Algorithm 3; kernels/reduce.cu has the
+ * protocol): enter (every rank has finished its earlier calls), then, round by round, this rank's
+ * pieces of the peers' segments copied into their owners' staging (parity r & 1) one after another
+ * on the side stream, rank + 1's first (every GPU then sends to one peer and receives from one at a
  * time, as the copy-engine AllGather does, allgather.c), a step kernel between rounds (the
  * arrival counts of the round before, the owners' freed counts before the next), while
  * the caller's stream waits for each round's arrivals in one block and reduces it, on at most

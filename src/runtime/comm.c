@@ -183,7 +183,8 @@ static void fill_state(weft_comm_t *comm) {
   s->local_rank = comm->local_rank;
   s->local_world = comm->local_world;
   s->node_first_rank = comm->node_first_rank;
-  s->multicast_enabled = 0; /* DESIGN.md, Safety: never on by default */
+  /* never on by default (docs/architecture.md, "NVLink multicast is off") */
+  s->multicast_enabled = 0;
   s->inv_local_world = 1.0f / (float)comm->local_world;
   s->heap_base = comm->heap.base;
   s->heap_stride = comm->heap.stride;
@@ -304,7 +305,8 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   WEFT_CHECK_GOTO(weft_heap_create(comm, heap_size), st, fail);
   WEFT_CHECK_GOTO(weft_watchdog_start(comm), st, fail);
   fill_state(comm);
-  weft_multicast_check_env(comm); /* warns; multicast stays off (DESIGN.md, Safety) */
+  /* warns; multicast stays off (docs/architecture.md, "NVLink multicast is off") */
+  weft_multicast_check_env(comm);
   mine.status = load_runtime_kernels(comm);
   WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
   /* The ops allocate symmetric scratch: collective, so every rank gets here (agreed above). */

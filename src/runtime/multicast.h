@@ -1,6 +1,7 @@
 /*
- * multicast.h — the guard around NVLink multicast (DESIGN.md, Safety). Multicast objects may be
- * created only when WEFT_ENABLE_MULTICAST=1 and none of NCCL_NVLS_ENABLE=0,
+ * multicast.h — the guard around NVLink multicast (why it is off: docs/architecture.md,
+ * "NVLink multicast is off"). Multicast objects may be created only when
+ * WEFT_ENABLE_MULTICAST=1 and none of NCCL_NVLS_ENABLE=0,
  * NVSHMEM_DISABLE_NVLS=1, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is set; weft does not create them
  * yet at all, so the device state's multicast_enabled stays 0 and multimem primitives trap.
  */

@@ -268,7 +268,7 @@ int main(void) {
   T("malloc after abort", weft_malloc(comm, 64, &p), WEFT_STATUS_ABORTED);
   T("put after abort", weft_stream_put(comm, heap, local, 8, 0, NULL), WEFT_STATUS_ABORTED);
 
-  /* ---- the multicast guard (DESIGN.md, Safety) ---- */
+  /* ---- the multicast guard (docs/architecture.md, "NVLink multicast is off") ---- */
   char why[128];
   unsetenv("WEFT_ENABLE_MULTICAST");
   setenv("NCCL_NVLS_ENABLE", "0", 1);

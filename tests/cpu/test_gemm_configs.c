@@ -1,9 +1,9 @@
 /*
  * test_gemm_configs.c — every specialisation of kernels/gemm.cu that weft_gemm's heuristic can
  * choose compiles under NVRTC for sm_90a, and the heuristic's choices keep the kernel's rules:
- * shapes from decode (m = 1) to the per-GPU shapes of DESIGN.md's tables at TP=4 and TP=8, odd
- * m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and PCIe
- * (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
+ * shapes from decode (m = 1) to the per-GPU shapes of DITRON's layers (Appendix C) at TP=4 and
+ * TP=8, odd m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and
+ * PCIe (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
  * checks. Needs no GPU (the JIT cache is off, so every compile really runs). A ptxas warning
  * (spills, local memory, serialised wgmma) fails a specialisation as an error would.
  *
@@ -364,7 +364,8 @@ int main(int argc, char **argv) {
   check_args();
   check_refused();
 
-  /* DESIGN.md's per-GPU shapes (TP=4, and the TP=8 halves) as (n, k) pairs, 8192^2, and odd ones */
+  /* the layers' per-GPU shapes (DITRON, Appendix C; TP=4 and the TP=8 halves) as (n, k) pairs,
+   * 8192^2, and odd ones */
   static const int nk[][2] = {
       {2752, 4096}, {3584, 4096}, {7168, 8192}, {13312, 16384}, {7392, 8192},   /* AG+GEMM TP=4 */
       {4096, 2752}, {4096, 3584}, {8192, 7168}, {16384, 13312}, {8192, 7392},   /* GEMM+RS TP=4 */
@@ -491,8 +492,8 @@ int main(int argc, char **argv) {
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
   /* two 128-row tile rows over 3/4 to all of the SMs in 64-column tiles: unclustered 128x64 tiles,
-   * unsplit, up to 128 k-blocks; from 144 the 2x1 clusters with a split tail (results stop 42
-   * sections 5 and 9; both GPUs, both layouts of B) */
+   * unsplit, up to 128 k-blocks; from 144 the 2x1 clusters with a split tail
+   * (bench/results/2026-11-27d-stop42.md sections 5 and 9; both GPUs, both layouts of B) */
   for (int i = 0; i < 8; i++) {
     int k = i & 1 ? 9216 : 8192, kmaj = (i >> 1) & 1;
     weft_gemm_problem_t pt = {256, 4096, k, k, kmaj ? k : 4096, 4096, WEFT_DTYPE_BF16,
@@ -502,7 +503,8 @@ int main(int argc, char **argv) {
       fail("256x4096: the two tile rows' 128x64 tiles moved (update the test)");
   }
   /* splits whose clusters the GPU cannot hold at once (30 of 4 CTAs, 15 of 8): half as many
-   * clustered, except 64-column tiles over long splits with fast memory (results stop 37) */
+   * clustered, except 64-column tiles over long splits with fast memory
+   * (bench/results/2026-11-26y-stop37.md) */
   static const struct {
     int m, n, k, kmajor, fast, splits, clustered;
   } over[] = {

@@ -1,7 +1,7 @@
 /*
  * test_partition.c — the resource partition of src/ops/ops.c (weft_ops_comm_sms): how many SMs an
  * SM-side consumer takes from the GEMM beside it. Checked over the GEMM + AllReduce shapes of
- * DESIGN.md (m = 8192 and m = 128; TP = 2, 4, 8; bf16) and a sweep of sizes:
+ * DITRON, Appendix C, Table 2 (m = 8192 and m = 128; TP = 2, 4, 8; bf16) and a sweep of sizes:
  *  - the count lies in [2, sms / 4]; WEFT_COMM_SMS's override is returned as given (below sms);
  *  - more bytes to move beside the same GEMM never gives fewer SMs;
  *  - a memory-bound GEMM (m = 128), whose consumer works after it, gets at least as many SMs as

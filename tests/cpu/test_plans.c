@@ -1,10 +1,10 @@
 /*
  * test_plans.c — the autotuner's candidate plans of the overlapped ops (weft_ops_plan_candidates,
- * src/ops/ops.c), on the shapes of DESIGN.md's tables and small m, both layouts: every name
- * unique (the disk entries keep the winner by name) and naming its plan; the sequential form
- * once; a tile width only where the configuration takes it (large m; [k, n] B: multiples of
- * 128) and never the heuristic's own width twice, nor on the LL or two-shot forms (decode
- * tiles); consumer SM counts only for an SM consumer. The algorithms are weft_gemm_ar's.
+ * src/ops/ops.c), on per-GPU shapes of DITRON's layers (Appendix C) and small m, both layouts:
+ * every name unique (the disk entries keep the winner by name) and naming its plan; the
+ * sequential form once; a tile width only where the configuration takes it (large m; [k, n] B:
+ * multiples of 128) and never the heuristic's own width twice, nor on the LL or two-shot forms
+ * (decode tiles); consumer SM counts only for an SM consumer. The algorithms are weft_gemm_ar's.
  */
 #include <stdio.h>
 #include <string.h>

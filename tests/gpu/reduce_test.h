@@ -151,7 +151,8 @@ typedef struct rt {
   } while (0)
 
 static inline void rt_init(rt_t *t, const char *name) {
-  /* NCCL creates NVLink multicast objects unless told not to (DESIGN.md, Safety). */
+  /* NCCL creates NVLink multicast objects unless told not to; the tests keep them off
+   * (docs/architecture.md, "NVLink multicast is off"). */
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   test_precompile(reduce_test_src, name);
   memset(t, 0, sizeof *t);

@@ -539,7 +539,7 @@ int main(int argc, char **argv) {
           p.m = 1 + (int)(test_rand(&rng) % 128);
           one(&p, "decode");
         }
-    /* decode m at the heuristic's boundaries, DESIGN.md's n and k */
+    /* decode m at the heuristic's boundaries, n and k of the layers' per-GPU shapes */
     static const int ms[] = {1, 16, 17, 64, 65, 128};
     static const int nk[][2] = {{2752, 4096}, {4096, 3584}, {7168, 8192}, {1376, 4096}};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
@@ -620,7 +620,7 @@ int main(int argc, char **argv) {
     cp = problem(100, 1000, 8192, 8, 8, 0, B, F, 1);
     cluster_reduction(&cp, 8, 128, 128);
     /* split tails: a cluster's second tile past m (15 tile-rows), [k, n] B with fp16 and fp32
-     * C, padded strides; one of DESIGN.md's shapes */
+     * C, padded strides; one per-GPU layer shape (8192x1376x4096) */
     hp = problem(1900, 1376, 2048, 0, 0, 0, B, B, 1);
     tail_split(&hp, 40, 0);
     hp = problem(1000 + (int)(test_rand(&rng) % 300), 8 * (100 + (int)(test_rand(&rng) % 80)),

@@ -241,7 +241,7 @@ int main(void) {
       one(make(op, world * 2048, 4040, 12288, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       /* one row of 128-row tiles asked for on the copy engine (segments of 128 / world rows,
        * or its sequential fallback where the GEMM splits k): 100 rows (the second sub-tile
-       * part-filled), [k, n] B, fp32 C; stop 32's column-form cases, kept after its revert */
+       * part-filled), [k, n] B, fp32 C: segments that split one tile row between the ranks */
       one(make(op, 128, 9216, 2048, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_COPY_ENGINE));
       one(make(op, 100, 9216, 1536, 0, WEFT_DTYPE_FP16, WEFT_DTYPE_FP32, WEFT_ALGO_COPY_ENGINE));
     }
