@@ -492,8 +492,8 @@ int main(int argc, char **argv) {
       fail("128x4096x1376: the decode tiles no longer follow the memory bandwidth (update the test)");
   }
   /* two 128-row tile rows over 3/4 to all of the SMs in 64-column tiles: unclustered 128x64 tiles,
-   * unsplit, up to 128 k-blocks; from 144 the 2x1 clusters with a split tail
-   * (bench/results/2026-11-27d-stop42.md sections 5 and 9; both GPUs, both layouts of B) */
+   * unsplit, up to 128 k-blocks; from 144 the 2x1 clusters with a split tail (both GPUs, both
+   * layouts of B; src/ops/gemm.c cites the measurements behind the rule) */
   for (int i = 0; i < 8; i++) {
     int k = i & 1 ? 9216 : 8192, kmaj = (i >> 1) & 1;
     weft_gemm_problem_t pt = {256, 4096, k, k, kmaj ? k : 4096, 4096, WEFT_DTYPE_BF16,
@@ -503,8 +503,8 @@ int main(int argc, char **argv) {
       fail("256x4096: the two tile rows' 128x64 tiles moved (update the test)");
   }
   /* splits whose clusters the GPU cannot hold at once (30 of 4 CTAs, 15 of 8): half as many
-   * clustered, except 64-column tiles over long splits with fast memory
-   * (bench/results/2026-11-26y-stop37.md) */
+   * clustered, except 64-column tiles over long splits with fast memory (src/ops/gemm.c cites
+   * the measurements behind the rule) */
   static const struct {
     int m, n, k, kmajor, fast, splits, clustered;
   } over[] = {
