@@ -489,8 +489,8 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * algo, one at a time (see Collectives). algo: WEFT_ALGO_AUTO overlaps where overlap can win and
  * runs the GEMM and the collective one after the other where it cannot (small m:
  * WEFT_OVERLAP_MIN_ROWS); both can be forced with WEFT_ALGO_COPY_ENGINE (overlapped: the copy
- * engines move the data while every SM computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_ar has an SM
- * form as well). Each
+ * engines move the data while every SM computes) and WEFT_ALGO_SEQUENTIAL (weft_gemm_rs and
+ * weft_gemm_ar have an SM form as well, and weft_gemm_ar LL and two-shot forms: see each). Each
  * copy-engine call starts with a barrier of the ranks on the stream (no rank may overwrite a
  * buffer a peer still reads from the previous call). Ranks that share a GPU (WEFT_SHARE_GPUS)
  * have no copy-engine form (copies and stream signals between processes on one GPU do not
