@@ -39,11 +39,10 @@ struct weft_comm {
 
   weft_heap_t heap;
 
-  /* Host-mapped memory: the node's abort page (watchdog.c; abort_host is its flag, the word
-   * kernels poll), this rank's error record kernels fill. */
+  /* Host-mapped memory: the node's abort page (watchdog.c; its first word is the flag kernels
+   * poll), this rank's error record kernels fill. */
   struct weft_node_abort *node_abort;
   int node_abort_registered;
-  volatile uint32_t *abort_host;
   weft_device_error_t *error_host;
   CUdeviceptr abort_dev, error_dev;
   volatile int aborted;

@@ -167,7 +167,6 @@ weft_status_t weft_watchdog_start(weft_comm_t *comm) {
                                                        CU_MEMHOSTREGISTER_PORTABLE));
   comm->node_abort_registered = 1;
   WEFT_CU(comm, cuMemHostGetDevicePointer(&comm->abort_dev, page, 0));
-  comm->abort_host = &comm->node_abort->flag;
   if (pthread_create(&comm->watch_thread, NULL, watch_main, comm) != 0)
     return WEFT_ERR(comm, WEFT_STATUS_SYSTEM_ERROR, "starting the watchdog thread failed");
   comm->watch_running = 1;
@@ -187,5 +186,5 @@ void weft_watchdog_stop(weft_comm_t *comm) {
   }
   if (comm->node_abort_registered) weft_cu.cuMemHostUnregister(comm->node_abort);
   if (comm->node_abort) munmap(comm->node_abort, NODE_PAGE);
-  comm->node_abort = NULL, comm->node_abort_registered = 0, comm->abort_host = NULL;
+  comm->node_abort = NULL, comm->node_abort_registered = 0;
 }
