@@ -4,7 +4,7 @@
 set -uo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
-# NVLink multicast stays off (DESIGN.md, Safety).
+# NVLink multicast stays off (docs/architecture.md, section 7).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 ngpu=0

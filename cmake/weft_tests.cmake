@@ -2,7 +2,7 @@
 # SKIP_RETURN_CODE 77. The source's "weft-test:" line gives ranks= and timeout= (see
 # tests/CMakeLists.txt). Programs link the static library so that they reach internals.
 set(WEFT_TEST_EXTRA_RANKS "8" CACHE STRING "World sizes every multi-rank GPU test also runs at")
-# Every GPU test's environment: NVLink multicast off in NCCL, NVSHMEM and torch (DESIGN.md, Safety).
+# Every GPU test's environment: NVLink multicast off in NCCL, NVSHMEM and torch (docs/architecture.md, section 7).
 set(WEFT_GPU_TEST_ENV "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1;TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
 # The Python tests' and tutorials': the package of this tree over this build's library.
 set(WEFT_PYTHON_TEST_ENV "PYTHONPATH=${PROJECT_SOURCE_DIR}/python;WEFT_LIBRARY=$<TARGET_FILE:weft>")

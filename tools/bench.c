@@ -76,9 +76,9 @@ void bench_init(bench_t *b, const char *suite) {
   gethostname(host, sizeof host - 1);
   snprintf(lines[b->rank].line, sizeof lines[0].line,
            "#  rank %2d pid %7d on %s device %2d [%s] %s (%d SMs, %d GB/s, clusters of 2/4/8: %d/%d/%d)",
-           b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name, b->comm->ops.gpu.sms,
-           b->comm->ops.gpu.hbm_gbps, b->comm->ops.gpu.clusters[1], b->comm->ops.gpu.clusters[2],
-           b->comm->ops.gpu.clusters[3]);
+           b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name, b->comm->ops->gpu.sms,
+           b->comm->ops->gpu.hbm_gbps, b->comm->ops->gpu.clusters[1], b->comm->ops->gpu.clusters[2],
+           b->comm->ops->gpu.clusters[3]);
   BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
   if (b->rank == 0) {
     printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",

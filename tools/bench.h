@@ -11,8 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/comm.h"
-#include "runtime/loader.h"
+#include "tools.h"
 
 typedef struct bench_opts {
   size_t min_bytes, max_bytes;

@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "ops/gemm.h"
 
 #define MAX_RUNS 14
 #define MAX_SETS 32

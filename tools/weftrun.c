@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/loader.h"
+#include "tools.h"
 
 #define GRACE_S 5.0      /* from SIGTERM to SIGKILL when ending a job */
 #define DRAIN_S 2.0      /* reading leftover output after the last rank exited */

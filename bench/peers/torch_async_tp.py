@@ -25,7 +25,7 @@ Launch:  torchrun --nproc-per-node N bench/peers/torch_async_tp.py [--op ag_gemm
 Without GPUs:  python3 bench/peers/torch_async_tp.py --dry-run [--ranks N]
 See bench/peers/README.md for the columns and the JSON rows.
 
-NVLink multicast stays off (DESIGN.md, Safety): the three variables below are set before torch is
+NVLink multicast stays off (docs/architecture.md, section 7): the three variables below are set before torch is
 imported, the run is refused if one of them was set to anything else, and async-TP is refused if
 torch still reports multicast support for the device.
 """
@@ -48,7 +48,7 @@ MULTICAST_OFF = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",  # torch's CUDA symmetric memory (rendezvous)
 }
 
-# DESIGN.md's tables: M, N, K of the whole layer.
+# DITRON, Appendix C, Table 1 (weft-bench's defaults): M, N, K of the whole layer.
 DEFAULT_SHAPES = {
     "ag_gemm": [(8192, 11008, 4096), (8192, 14336, 4096), (8192, 28672, 8192),
                 (8192, 53248, 16384), (8192, 29568, 8192)],
@@ -68,8 +68,8 @@ def force_multicast_off():
     bad = [f"{k}={os.environ[k]!r}" for k, v in MULTICAST_OFF.items()
            if k in os.environ and os.environ[k] != v]
     if bad:
-        die("refusing to run: NVLink multicast must stay off on these machines (DESIGN.md, "
-            f"Safety), but {', '.join(bad)}; expected "
+        die("refusing to run: NVLink multicast must stay off on these machines "
+            f"(docs/architecture.md, section 7), but {', '.join(bad)}; expected "
             + " ".join(f"{k}={v}" for k, v in MULTICAST_OFF.items()))
     os.environ.update(MULTICAST_OFF)
 
@@ -91,7 +91,7 @@ def parse_args(argv):
         "Launch with torchrun, one process per GPU.")
     p.add_argument("--op", choices=["ag_gemm", "gemm_rs", "all"], default="all")
     p.add_argument("--shapes", nargs="+", type=parse_shape, metavar="M,N,K",
-                   help="M,N,K of the whole layer (default: DESIGN.md's tables, per op)")
+                   help="M,N,K of the whole layer (default: DITRON, Appendix C, Table 1, per op)")
     p.add_argument("-n", "--iters", type=int, default=20, help="timed samples per variant")
     p.add_argument("-w", "--warmup", type=int, default=5, help="warm-up samples per variant")
     p.add_argument("--batch", type=int, default=10,
@@ -337,7 +337,7 @@ def prepare_async_tp(torch, host, group_name, local_rank, dev):
         if mc:
             global_why = ("torch reports NVLink multicast support for this device even with "
                           "TORCH_SYMM_MEM_DISABLE_MULTICAST=1, so its symmetric memory would "
-                          "create multicast objects: refused (DESIGN.md, Safety)")
+                          "create multicast objects: refused (docs/architecture.md, section 7)")
         notes.append(f"has_multicast_support: {mc}")
         try:
             notes.append(f"symmetric-memory backend: {symm.get_backend(dev)}")

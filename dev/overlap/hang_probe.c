@@ -11,7 +11,7 @@
 #include "overlap_dev.h"
 
 static void dump(weft_comm_t *comm, CUstream peek, const char *when) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   uint64_t v[3][8] = {{0}};
   int w = comm->local_world > 8 ? 8 : comm->local_world;
   CU(cuMemcpyDtoHAsync(v[0], (CUdeviceptr)(uintptr_t)o->ag_gemm_sig, w * 8, peek));
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
     W(weft_gemm_ar(comm, (void *)(uintptr_t)a, k, (void *)(uintptr_t)b, k, (void *)(uintptr_t)c, sym,
                    m, n, k, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_GEMM_LAYOUT_NK, algo, s));
   for (int t = 0; t < secs; t++) {
-    CUresult qm = weft_cu.cuStreamQuery(s), qs = weft_cu.cuStreamQuery(comm->ops.side);
+    CUresult qm = weft_cu.cuStreamQuery(s), qs = weft_cu.cuStreamQuery(comm->ops->side);
     char when[64];
     snprintf(when, sizeof when, "t=%ds main %s side %s", t, qm == CUDA_SUCCESS ? "done" : "busy",
              qs == CUDA_SUCCESS ? "done" : "busy");

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jit/jit.h"
+#include "runtime/module.h"
 #include "runtime/comm.h"
 #include "runtime/loader.h"
 #include "weft.h"

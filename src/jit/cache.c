@@ -347,12 +347,12 @@ static const char *path_option(const char *const *opts, int n, int *i, const cha
   return NULL;
 }
 
-weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const char *name,
+weft_status_t weft_jit_cache_key(const char *source, const char *name,
                                  const char *const *options, int num_options, char key[65]) {
   const char **opts;
   int nopts;
   const char *arch;
-  WEFT_CHECK(weft_jit_effective_options(comm, options, num_options, &opts, &nopts, &arch));
+  WEFT_CHECK(weft_jit_effective_options(options, num_options, &opts, &nopts, &arch));
 
   weft_sha256_t sha;
   weft_sha256_init(&sha);
@@ -373,7 +373,7 @@ weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const ch
   const char **pre = malloc(sizeof *pre * (size_t)(nopts + 1));
   int npre = 0;
   if (!dirs || !pre) {
-    st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the cache key");
+    st = WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the cache key");
     goto done;
   }
   for (int i = 0; i < nopts; i++) {
@@ -399,7 +399,7 @@ weft_status_t weft_jit_cache_key(weft_comm_t *comm, const char *source, const ch
       scan_header(&sc, "e", weft_embedded_files[i].name, weft_embedded_files[i].data,
                   weft_embedded_files[i].size, NULL, 0);
   if (sc.out_of_memory) {
-    st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the include scan");
+    st = WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the include scan");
     goto done;
   }
   uint8_t digest[32];
@@ -574,23 +574,22 @@ static void entry_write(const char *dir, const char *path, const void *cubin, si
 /* weft_jit_compile                                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
-weft_status_t weft_jit_compile_comm(weft_comm_t *comm, const char *source, const char *name,
-                                    const char *const *options, int num_options, void **cubin,
-                                    size_t *cubin_size, char **log) {
-  WEFT_ARG(comm, source, "source is NULL");
-  WEFT_ARG(comm, cubin, "cubin is NULL");
-  WEFT_ARG(comm, cubin_size, "cubin_size is NULL");
-  WEFT_ARG(comm, num_options >= 0, "num_options %d is negative", num_options);
-  WEFT_ARG(comm, options || num_options == 0, "options is NULL but num_options is %d",
+weft_status_t weft_jit_compile(const char *source, const char *name, const char *const *options,
+                               int num_options, void **cubin, size_t *cubin_size, char **log) {
+  WEFT_ARG(NULL, source, "source is NULL");
+  WEFT_ARG(NULL, cubin, "cubin is NULL");
+  WEFT_ARG(NULL, cubin_size, "cubin_size is NULL");
+  WEFT_ARG(NULL, num_options >= 0, "num_options %d is negative", num_options);
+  WEFT_ARG(NULL, options || num_options == 0, "options is NULL but num_options is %d",
            num_options);
   for (int i = 0; i < num_options; i++)
-    WEFT_ARG(comm, options[i], "option %d is NULL", i);
+    WEFT_ARG(NULL, options[i], "option %d is NULL", i);
   if (!name || !*name) name = "weft_program.cu";
   /* Rejects bad architectures before the cache is consulted. */
   const char **eff;
   int neff;
   const char *arch;
-  WEFT_CHECK(weft_jit_effective_options(comm, options, num_options, &eff, &neff, &arch));
+  WEFT_CHECK(weft_jit_effective_options(options, num_options, &eff, &neff, &arch));
   free(eff);
 
   *cubin = NULL;
@@ -602,7 +601,7 @@ weft_status_t weft_jit_compile_comm(weft_comm_t *comm, const char *source, const
   bool cached = weft_jit_cache_dir(dir, sizeof dir);
   if (cached) {
     uint64_t t0 = weft_now_ns();
-    WEFT_CHECK(weft_jit_cache_key(comm, source, name, options, num_options, key));
+    WEFT_CHECK(weft_jit_cache_key(source, name, options, num_options, key));
     snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
     int found = entry_read(path, cubin, cubin_size, &text);
     if (found == 1) {
@@ -625,18 +624,13 @@ weft_status_t weft_jit_compile_comm(weft_comm_t *comm, const char *source, const
 
   STAT_ADD(compiles);
   weft_status_t st =
-      weft_nvrtc_compile(comm, source, name, options, num_options, cubin, cubin_size, &text);
+      weft_nvrtc_compile(source, name, options, num_options, cubin, cubin_size, &text);
   if (st == WEFT_STATUS_SUCCESS && cached) entry_write(dir, path, *cubin, *cubin_size, text);
   if (log)
     *log = text;
   else
     free(text);
   return st;
-}
-
-weft_status_t weft_jit_compile(const char *source, const char *name, const char *const *options,
-                               int num_options, void **cubin, size_t *cubin_size, char **log) {
-  return weft_jit_compile_comm(NULL, source, name, options, num_options, cubin, cubin_size, log);
 }
 
 void weft_jit_free(void *p) { free(p); }

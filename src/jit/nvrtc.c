@@ -66,9 +66,8 @@ static const char *option_value(const char *const *options, int n, int i, const 
   return options[i + 1];
 }
 
-weft_status_t weft_jit_effective_options(weft_comm_t *comm, const char *const *options,
-                                         int num_options, const char ***out, int *num_out,
-                                         const char **arch) {
+weft_status_t weft_jit_effective_options(const char *const *options, int num_options,
+                                         const char ***out, int *num_out, const char **arch) {
   const char *found_arch = NULL;
   bool has_std = false;
   for (int i = 0; i < num_options;) {
@@ -79,13 +78,13 @@ weft_status_t weft_jit_effective_options(weft_comm_t *comm, const char *const *o
     for (size_t f = 0; f < sizeof arch_flags / sizeof *arch_flags && !v; f++)
       v = option_value(options, num_options, i, arch_flags[f], &used, &missing);
     if (missing)
-      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT, "option \"%s\" lacks its value",
+      return WEFT_ERR(NULL, WEFT_STATUS_INVALID_ARGUMENT, "option \"%s\" lacks its value",
                       options[i]);
     if (v) {
       /* A virtual architecture yields PTX only, and weft loads cubins (PTX would cost a driver
        * JIT on every load and has run slower). */
       if (strncmp(v, "sm_", 3) != 0)
-        return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+        return WEFT_ERR(NULL, WEFT_STATUS_INVALID_ARGUMENT,
                         "architecture \"%s\": weft compiles to cubins, give a real one (sm_90a)",
                         v);
       found_arch = v;
@@ -94,7 +93,7 @@ weft_status_t weft_jit_effective_options(weft_comm_t *comm, const char *const *o
     i += used;
   }
   const char **all = malloc(sizeof *all * (size_t)(num_options + 3));
-  if (!all) return WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for compile options");
+  if (!all) return WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "no memory for compile options");
   int n = 0;
   for (int i = 0; i < num_options; i++) all[n++] = options[i];
   if (!found_arch) all[n++] = "--gpu-architecture=" WEFT_JIT_DEFAULT_ARCH;
@@ -125,16 +124,15 @@ static void short_error(const char *log, char *buf, size_t size) {
   do {                                                                                    \
     nvrtcResult r_ = (call);                                                              \
     if (r_ != NVRTC_SUCCESS) {                                                            \
-      st = WEFT_ERR(comm, r_ == NVRTC_ERROR_OUT_OF_MEMORY ? WEFT_STATUS_OUT_OF_MEMORY       \
-                                                         : WEFT_STATUS_INTERNAL_ERROR,    \
+      st = WEFT_ERR(NULL, r_ == NVRTC_ERROR_OUT_OF_MEMORY ? WEFT_STATUS_OUT_OF_MEMORY       \
+                                                          : WEFT_STATUS_INTERNAL_ERROR,   \
                     "%s failed: %s", #call, nvrtcGetErrorString(r_));                     \
       goto done;                                                                          \
     }                                                                                     \
   } while (0)
 
-weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const char *name,
-                                 const char *const *options, int num_options, void **cubin,
-                                 size_t *cubin_size, char **log) {
+weft_status_t weft_nvrtc_compile(const char *source, const char *name, const char *const *options,
+                                 int num_options, void **cubin, size_t *cubin_size, char **log) {
   weft_status_t st = WEFT_STATUS_SUCCESS;
   const char **opts = NULL;
   int nopts = 0;
@@ -145,7 +143,7 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
   *cubin_size = 0;
   if (log) *log = NULL;
 
-  WEFT_CHECK(weft_jit_effective_options(comm, options, num_options, &opts, &nopts, &arch));
+  WEFT_CHECK(weft_jit_effective_options(options, num_options, &opts, &nopts, &arch));
 
   const char *hdr_data[weft_embedded_count > 0 ? weft_embedded_count : 1];
   const char *hdr_names[weft_embedded_count > 0 ? weft_embedded_count : 1];
@@ -162,7 +160,7 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
   NVRTC_TRY(nvrtcGetProgramLogSize(prog, &log_size));
   text = malloc(log_size + 1);
   if (!text) {
-    st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the NVRTC log");
+    st = WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "no memory for the NVRTC log");
     goto done;
   }
   text[0] = 0;
@@ -173,7 +171,7 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
      * and the log may be empty then, so name the NVRTC error as well. */
     char brief[256];
     short_error(text, brief, sizeof brief);
-    st = WEFT_ERR(comm, WEFT_STATUS_COMPILE_ERROR, "NVRTC could not compile %s for %s (%s): %s",
+    st = WEFT_ERR(NULL, WEFT_STATUS_COMPILE_ERROR, "NVRTC could not compile %s for %s (%s): %s",
                   name, arch, nvrtcGetErrorString(res), brief);
     if (!*text) {
       free(text);
@@ -188,12 +186,12 @@ weft_status_t weft_nvrtc_compile(weft_comm_t *comm, const char *source, const ch
   size_t size = 0;
   NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
   if (size == 0) {
-    st = WEFT_ERR(comm, WEFT_STATUS_INTERNAL_ERROR, "NVRTC produced an empty cubin for %s", name);
+    st = WEFT_ERR(NULL, WEFT_STATUS_INTERNAL_ERROR, "NVRTC produced an empty cubin for %s", name);
     goto done;
   }
   bin = malloc(size);
   if (!bin) {
-    st = WEFT_ERR(comm, WEFT_STATUS_OUT_OF_MEMORY, "no memory for a %zu-byte cubin", size);
+    st = WEFT_ERR(NULL, WEFT_STATUS_OUT_OF_MEMORY, "no memory for a %zu-byte cubin", size);
     goto done;
   }
   NVRTC_TRY(nvrtcGetCUBIN(prog, bin));

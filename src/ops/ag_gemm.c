@@ -25,14 +25,15 @@
 
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm.h"
 #include "weft/swizzle.h"
 
 weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
-  return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t), (void **)&comm->ops.ag_gemm_sig);
+  return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t),
+                     (void **)&comm->ops->ag_gemm_sig);
 }
 
 void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go with the heap */ }
@@ -40,7 +41,7 @@ void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go wit
 static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                         const weft_ops_plan_t *plan, int m, const char *a, char *ag,
                                         const void *b, void *c, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world;
   size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
   char *slot = ag + (size_t)me * bytes;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
@@ -24,7 +24,7 @@
 #define AG_LL_LINES 1 /* LL lines a thread pushes (the grid: at most AG_MAX_SLICES per peer) */
 
 weft_status_t weft_allgather_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/allgather.cu", NULL, 0, &o->ag));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_enter", &o->ag_enter));
   WEFT_CHECK(weft_module_get_kernel(o->ag, "weft_ag_exit", &o->ag_exit));
@@ -42,7 +42,7 @@ weft_status_t weft_allgather_init(weft_comm_t *comm) {
 
 void weft_allgather_destroy(weft_comm_t *comm) {
   /* The LL area goes with the heap. */
-  if (comm->ops.ag) weft_module_unload(comm->ops.ag);
+  if (comm->ops->ag) weft_module_unload(comm->ops->ag);
 }
 
 static unsigned pow2_floor(unsigned long long v) {
@@ -63,7 +63,7 @@ static unsigned pow2_floor(unsigned long long v) {
  * them on a side stream. */
 static weft_status_t ag_copy_engine(weft_comm_t *comm, const char *send, char *recv, size_t bytes,
                                     CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world;
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = 32;
@@ -127,7 +127,7 @@ weft_status_t weft_allgather(weft_comm_t *comm, const void *sendbuf, void *recvb
   const char *send = sendbuf;
   char *recv = recvbuf;
   CUstream s = (CUstream)stream;
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   if (algo == WEFT_ALGO_COPY_ENGINE) return ag_copy_engine(comm, send, recv, bytes, s);
 
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;

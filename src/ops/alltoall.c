@@ -12,7 +12,7 @@
  */
 #include "ops.h"
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "weft/alltoall.h"
 
@@ -24,7 +24,7 @@
 #define A2A_LL_AUTO_PUSH (512u << 10)
 
 weft_status_t weft_alltoall_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/alltoall.cu", NULL, 0, &o->a2a));
   WEFT_CHECK(weft_module_get_kernel(o->a2a, "weft_a2a_sm", &o->a2a_sm));
   WEFT_CHECK(weft_module_get_kernel(o->a2a, "weft_a2a_ll", &o->a2a_ll));
@@ -36,7 +36,7 @@ weft_status_t weft_alltoall_init(weft_comm_t *comm) {
 
 void weft_alltoall_destroy(weft_comm_t *comm) {
   /* The inbox and the LL areas go with the heap. */
-  if (comm->ops.a2a) weft_module_unload(comm->ops.a2a);
+  if (comm->ops->a2a) weft_module_unload(comm->ops->a2a);
 }
 
 /* The checks both calls share; *elem gets the element size. */
@@ -96,7 +96,7 @@ static weft_status_t a2a_launch(weft_comm_t *comm, const char *send, char *recv,
                WEFT_ALLTOALL_LL_MAX_BYTES, (unsigned long long)plan->send_bytes[p], p,
                (unsigned long long)plan->recv_bytes[p]);
   WEFT_CHECK(weft_comm_make_current(comm));
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int budget = o->gpu.sms > comm->local_world ? o->gpu.sms : comm->local_world;
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   if (algo == WEFT_ALGO_LL) ll_below = UINT64_MAX;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "ops.h"
@@ -590,7 +590,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
 static weft_status_t gemm_kernel(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                  const weft_gemm_config_t *c, const weft_gemm_hooks_t *h,
                                  struct weft_gemm_kernel **out) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   gemm_key_t key;
   kernel_key(p, c, h, &key);
   pthread_mutex_lock(&o->gemm_lock);
@@ -678,8 +678,8 @@ static weft_status_t gemm_resolve(weft_comm_t *comm, const weft_gemm_problem_t *
   if (tail_split(c)) {
     *tmp = *c, tmp->tail_splits = 0;
     WEFT_CHECK(gemm_kernel(comm, p, tmp, h, g));
-    *tail_tiles = weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops.gemm_ws_floats,
-                                 comm->ops.gemm_ws_counters, tail_ks);
+    *tail_tiles = weft_gemm_tail(p, c, grid_clusters(c, h, *g), comm->ops->gemm_ws_floats,
+                                 comm->ops->gemm_ws_counters, tail_ks);
     if (!*tail_tiles) {
       *cfg = tmp;
       return WEFT_STATUS_SUCCESS;
@@ -751,7 +751,7 @@ static weft_status_t encode(weft_comm_t *comm, CUtensorMap *m, const void *ptr, 
 weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *h,
                                const void *a, const void *b, void *c, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
   WEFT_CHECK(weft_comm_make_current(comm));
   if (p->k == 0) { /* C = 0, as cuBLAS writes with beta = 0 */
@@ -962,7 +962,7 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 /* ---- the op ------------------------------------------------------------------------------------ */
 
 weft_status_t weft_gemm_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   pthread_mutex_init(&o->gemm_lock, NULL);
   o->gemm_ws_counters = WEFT_GEMM_WS_TILES_PER_SM * o->gpu.sms;
   o->gemm_ws_floats = (size_t)o->gemm_ws_counters * 128 * 128;
@@ -977,7 +977,7 @@ weft_status_t weft_gemm_init(weft_comm_t *comm) {
 }
 
 void weft_gemm_destroy(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   for (struct weft_gemm_kernel *g = o->gemm_kernels, *next; g; g = next) {
     next = g->next;
     weft_module_unload(g->module);

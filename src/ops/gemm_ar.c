@@ -48,7 +48,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm.h"
@@ -74,7 +74,7 @@
 #define GEMM_AR_STAGING_BYTES (16u << 20)
 
 weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   char batch[32], unroll[32];
   const char *opts[] = {batch, unroll};
   snprintf(batch, sizeof batch, "-DWEFT_RED_BATCH=%d", comm->local_world);
@@ -90,7 +90,7 @@ weft_status_t weft_gemm_ar_init(weft_comm_t *comm) {
 }
 
 void weft_gemm_ar_destroy(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   if (o->gemm_ar_ctr) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_ar_ctr);
   o->gemm_ar_ctr = NULL;
   if (o->gemm_ar) weft_module_unload(o->gemm_ar); /* the arrivals go with the heap */
@@ -140,7 +140,7 @@ size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out) {
 static weft_status_t gemm_ar_sm(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 const weft_ops_plan_t *plan, const void *a, const void *b, void *c,
                                 void *ws, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int world = comm->local_world;
   weft_gemm_config_t cfg;
   weft_ops_gemm_config(comm, p, plan, &cfg);
@@ -193,7 +193,7 @@ static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
   /* (the shape's cheap refusals first: AUTO asks on every call, of any m) */
   if (world < 2 || p->m > 128 || p->out == WEFT_DTYPE_FP32 || (uintptr_t)c % 16) return 0;
   weft_ops_gemm_config(comm, p, plan, cfg);
-  return weft_gemm_config_unsplit(p, comm->ops.gpu.sms, cfg) &&
+  return weft_gemm_config_unsplit(p, comm->ops->gpu.sms, cfg) &&
          (p->n + cfg->bn - 1) / cfg->bn < GEMM_AR_WORDS &&
          (size_t)world * gemm_ar_cols_slot(world, p->n, cfg->bn, weft_dtype_size(p->out)) <=
              GEMM_AR_STAGING_BYTES;
@@ -203,7 +203,7 @@ static int gemm_ar_cols_takes(weft_comm_t *comm, const weft_gemm_problem_t *p,
 static weft_status_t gemm_ar_cols(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                   const weft_gemm_config_t *cfg, const void *a, const void *b,
                                   void *c, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world;
   int tiles_n = (p->n + cfg->bn - 1) / cfg->bn;
   int seg = weft_gemm_ar_cols_width(p->n, cfg->bn, world) / cfg->bn; /* tile columns a rank */
@@ -235,8 +235,8 @@ static weft_status_t gemm_ar_ll(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 void *c, CUstream stream) {
   weft_gemm_hooks_t h;
   memset(&h, 0, sizeof h);
-  h.ll_area = comm->ops.red_ll_buf;
-  h.ll_slot = comm->ops.red_ll_slot;
+  h.ll_area = comm->ops->red_ll_buf;
+  h.ll_slot = comm->ops->red_ll_slot;
   WEFT_CHECK(weft_gemm_launch(comm, p, cfg, &h, a, b, c, stream));
   size_t bytes = (size_t)p->m * (size_t)p->n * weft_dtype_size(p->out);
   return weft_reduce_ll_sum(comm, c, bytes, p->out, stream);
@@ -296,7 +296,7 @@ weft_status_t weft_gemm_ar(weft_comm_t *comm, const void *a, int lda, const void
    * form would be a second trial of it. */
   weft_algo_t cand[NALL];
   int nc = 0;
-  for (int i = 0; i < NALL && comm->autotune; i++) {
+  for (int i = 0; i < NALL && comm->ops->autotune; i++) {
     weft_ops_plan_t whole = {all[i], 0, 0};
     weft_gemm_config_t cfg;
     if (all[i] == WEFT_ALGO_COPY_ENGINE && m % comm->local_world) continue;

@@ -47,7 +47,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm.h"
@@ -58,7 +58,7 @@
 #define GEMM_RS_BYTES_PER_BLOCK (16u << 10) /* reduction grid: about this much output per block */
 
 weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   WEFT_CHECK(weft_module_load_embedded(comm, "kernels/gemm_rs.cu", NULL, 0, &o->gemm_rs));
   WEFT_CHECK(weft_module_get_kernel(o->gemm_rs, "weft_gemm_rs_reduce", &o->gemm_rs_reduce));
   o->gemm_rs_counters = GEMM_RS_COUNTERS;
@@ -70,7 +70,7 @@ weft_status_t weft_gemm_rs_init(weft_comm_t *comm) {
 }
 
 void weft_gemm_rs_destroy(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   if (o->gemm_rs_ctr) weft_cu.cuMemFree((CUdeviceptr)(uintptr_t)o->gemm_rs_ctr);
   o->gemm_rs_ctr = NULL;
   if (o->gemm_rs) weft_module_unload(o->gemm_rs); /* the flags go with the heap */
@@ -146,7 +146,7 @@ weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, cons
 static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                     const char *own, char *staging, size_t slot, size_t offset,
                                     void *c, uint64_t expected, int push, int sum, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   size_t seg = sum ? (size_t)(p->m / comm->local_world) * (size_t)p->n * weft_dtype_size(p->out) : 0;
   weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (seg + GEMM_RS_BYTES_PER_BLOCK - 1) / GEMM_RS_BYTES_PER_BLOCK;
@@ -162,7 +162,7 @@ static weft_status_t gemm_rs_reduce(weft_comm_t *comm, const weft_gemm_problem_t
 /* After a call: this rank's arrival flags and the first `counters` stored-tile counters back to
  * 0, in stream order (no peer adds to them before the next call's barrier). */
 static weft_status_t gemm_rs_reset(weft_comm_t *comm, int counters, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->gemm_rs_flags, 0,
                                 (size_t)comm->local_world * sizeof(uint64_t), stream));
   if (counters)
@@ -197,7 +197,7 @@ static void gemm_rs_hooks(const weft_comm_t *comm, const weft_gemm_problem_t *p,
 static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                         const weft_ops_plan_t *plan, const void *a, const void *b,
                                         void *c, char *ws, int push, CUstream stream, int *done) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
   weft_ops_gemm_config(comm, p, plan, &cfg);
@@ -283,7 +283,7 @@ weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_
 static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                    const weft_ops_plan_t *plan, const void *a, const void *b,
                                    void *c, char *ws, CUstream stream, int *done) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world, seg_rows = p->m / world;
   weft_gemm_config_t cfg;
   weft_ops_gemm_config(comm, p, plan, &cfg);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jit/jit.h"
+#include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 
@@ -89,7 +89,7 @@ static size_t red_ll128_slot(const weft_comm_t *comm, size_t bytes) {
 }
 
 /* kernels/reduce.cu compiled for op (-DWEFT_RED_OP; SUM's without it, the device library's
- * default) into comm->ops.red[op], which is left untouched on failure. */
+ * default) into comm->ops->red[op], which is left untouched on failure. */
 static weft_status_t red_load(weft_comm_t *comm, weft_red_op_t op) {
   char op_def[32];
   snprintf(op_def, sizeof op_def, "-DWEFT_RED_OP=%d", (int)op);
@@ -115,19 +115,19 @@ static weft_status_t red_load(weft_comm_t *comm, weft_red_op_t op) {
       return st;
     }
   }
-  comm->ops.red[op] = k;
+  comm->ops->red[op] = k;
   return WEFT_STATUS_SUCCESS;
 }
 
 /* op's kernels, loaded at the first call that needs them (SUM's at init). */
 static weft_status_t red_kernels(weft_comm_t *comm, weft_red_op_t op, const weft_red_kernels_t **k) {
-  if (!comm->ops.red[op].mod) WEFT_CHECK(red_load(comm, op));
-  *k = &comm->ops.red[op];
+  if (!comm->ops->red[op].mod) WEFT_CHECK(red_load(comm, op));
+  *k = &comm->ops->red[op];
   return WEFT_STATUS_SUCCESS;
 }
 
 weft_status_t weft_reduce_init(weft_comm_t *comm) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   WEFT_CHECK(red_load(comm, WEFT_RED_OP_SUM));
   const char *ll = getenv("WEFT_AR_LL");
   if (ll && strcmp(ll, "one") && strcmp(ll, "two"))
@@ -168,7 +168,7 @@ weft_status_t weft_reduce_init(weft_comm_t *comm) {
 void weft_reduce_destroy(weft_comm_t *comm) {
   /* The LL and staging areas go with the heap. */
   for (int op = 0; op < WEFT_RED_OP_COUNT; op++)
-    if (comm->ops.red[op].mod) weft_module_unload(comm->ops.red[op].mod);
+    if (comm->ops->red[op].mod) weft_module_unload(comm->ops->red[op].mod);
 }
 
 static int overlap(const char *a, size_t an, const char *b, size_t bn) {
@@ -208,7 +208,8 @@ static int red_ll_auto(const weft_comm_t *comm, size_t bytes) {
 }
 
 static unsigned red_blocks(const weft_comm_t *comm, unsigned long long bytes) {
-  return weft_ops_gpu_grid(&comm->ops.gpu, (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK);
+  return weft_ops_gpu_grid(&comm->ops->gpu,
+                           (bytes + RED_BYTES_PER_BLOCK - 1) / RED_BYTES_PER_BLOCK);
 }
 
 /* weft_red_pull over n elements of send (symmetric), into recv (push: every rank's). */
@@ -230,7 +231,7 @@ static weft_status_t red_pull(weft_comm_t *comm, const weft_red_kernels_t *k, co
 static weft_status_t red_push2(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                                char *recv, size_t count, size_t per, size_t elem,
                                weft_dtype_t dtype, int gather, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   size_t most = (size_t)WEFT_RED_PUSH2_FLAG_SLOTS * WEFT_MAX_LOCAL_RANKS / (size_t)comm->local_world;
   if (most > (size_t)o->gpu.sms) most = (size_t)o->gpu.sms;
   size_t blocks = (per * elem + RED_PUSH2_SLICE_BYTES - 1) / RED_PUSH2_SLICE_BYTES;
@@ -254,7 +255,7 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
   unsigned long long blocks = (threads + RED_LL_THREADS - 1) / RED_LL_THREADS;
   cfg.block[0] = RED_LL_THREADS;
-  cfg.grid[0] = weft_ops_gpu_grid(&comm->ops.gpu, blocks);
+  cfg.grid[0] = weft_ops_gpu_grid(&comm->ops->gpu, blocks);
   cfg.programmatic = 1;
   return weft_kernel_launch(k, &cfg, args, stream);
 }
@@ -265,7 +266,7 @@ static weft_status_t red_ll_launch(weft_comm_t *comm, struct weft_kernel *k, uns
 static weft_status_t red_ll(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                             char *recv, size_t bytes, size_t seg_stride, weft_dtype_t dtype,
                             CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   unsigned long long lines = (bytes + 7) / 8, nbytes = bytes, slot = o->red_ll_slot, stride = seg_stride;
   int dt = (int)dtype;
   void *args[] = {(void *)&send, &recv, &nbytes, &dt, &o->red_ll_buf, &slot, &stride};
@@ -276,7 +277,7 @@ static weft_status_t red_ll(weft_comm_t *comm, const weft_red_kernels_t *k, cons
  * WEFT_ALLREDUCE_LL_MAX_BYTES(world)), segments of per bytes (a multiple of 8), a thread a line. */
 static weft_status_t red_ll2(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                              char *recv, size_t bytes, weft_dtype_t dtype, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   size_t world = (size_t)comm->local_world;
   unsigned long long per = (bytes + world * 8 - 1) / (world * 8) * 8, nbytes = bytes, slot = o->red_ll_slot;
   int dt = (int)dtype;
@@ -289,7 +290,7 @@ static weft_status_t red_ll2(weft_comm_t *comm, const weft_red_kernels_t *k, con
 static weft_status_t red_ll128(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                                char *recv, size_t count, size_t per, size_t elem,
                                weft_dtype_t dtype, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   unsigned long long nbytes = count * elem, per_bytes = per * elem, slot = o->red_ll128_slot;
   unsigned long long lines = WEFT_LL128_BYTES(per_bytes) / WEFT_LL128_LINE;
   int dt = (int)dtype;
@@ -299,7 +300,7 @@ static weft_status_t red_ll128(weft_comm_t *comm, const weft_red_kernels_t *k, c
 
 weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, weft_dtype_t dtype,
                                  CUstream stream) {
-  return red_ll(comm, &comm->ops.red[WEFT_RED_OP_SUM], NULL, recv, bytes, 0, dtype, stream);
+  return red_ll(comm, &comm->ops->red[WEFT_RED_OP_SUM], NULL, recv, bytes, 0, dtype, stream);
 }
 
 /* Copy-engine ReduceScatter (Triton-distributed, §3.3, Algorithm 3; kernels/reduce.cu has the
@@ -314,7 +315,7 @@ weft_status_t weft_reduce_ll_sum(weft_comm_t *comm, void *recv, size_t bytes, we
 static weft_status_t rs_copy_engine(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                                     char *recv, size_t recvcount, size_t elem, weft_dtype_t dtype,
                                     CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world, dt = (int)dtype;
   /* elements a round: a multiple of 4 KiB (pieces keep the segments' alignment) */
   size_t align = 4096 / elem, most = (o->red_stage_slot - 16) / elem / align * align;
@@ -363,7 +364,7 @@ static weft_status_t rs_copy_engine(weft_comm_t *comm, const weft_red_kernels_t 
  * area holds two parities of every slice's fp32 partials, per floats each. */
 static weft_status_t rs_ring(weft_comm_t *comm, const weft_red_kernels_t *k, const char *send,
                              char *recv, size_t recvcount, weft_dtype_t dtype, CUstream stream) {
-  weft_ops_t *o = &comm->ops;
+  weft_ops_t *o = comm->ops;
   unsigned slices = WEFT_MAX_LOCAL_RANKS;
   size_t floats = 2 * (size_t)comm->local_world * o->red_stage_slot / 4;
   unsigned long long per = floats / (2 * (size_t)slices) / 4 * 4, count = recvcount;
@@ -395,7 +396,7 @@ weft_status_t weft_reduce_scatter(weft_comm_t *comm, const void *sendbuf, void *
   WEFT_ARG(comm, in_place || !overlap(send, total, recv, seg),
            "recvbuf overlaps sendbuf without being this rank's segment of it (in place)");
   size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(comm->local_world);
-  int push = seg <= comm->ops.red_push2_max / (size_t)comm->local_world; /* the SM form's pushes */
+  int push = seg <= comm->ops->red_push2_max / (size_t)comm->local_world; /* the SM form's pushes */
   if (algo == WEFT_ALGO_AUTO)
     algo = weft_ops_ll_auto(comm->local_world, seg, ll_max, push ? RED_RS_LL_AUTO_PUSH : RED_LL_AUTO_PUSH)
                ? WEFT_ALGO_LL
@@ -446,7 +447,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
    * 16.7 us at 1 MiB against the pushes' 18.8 on 4 H200s), at 2 while each rank pushes at most
    * RED_LL_AUTO_PUSH. */
   if (algo == WEFT_ALGO_AUTO) {
-    int ll = bytes <= comm->ops.red_ll128_max ? bytes < RED_LL128_MIN_BYTES
+    int ll = bytes <= comm->ops->red_ll128_max ? bytes < RED_LL128_MIN_BYTES
              : comm->local_world > 2          ? bytes <= ll_max
                                               : red_ll_auto(comm, bytes);
     algo = ll ? WEFT_ALGO_LL : WEFT_ALGO_TWO_SHOT;
@@ -459,8 +460,8 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
            "written (use two-shot or LL)");
   /* Above the LL128 lines the two-shot stores its sums into every rank's recvbuf (the pushes,
    * then the pulls), and the pulls (and the one-shot) read every rank's sendbuf. */
-  int peers_store = algo == WEFT_ALGO_TWO_SHOT && bytes > comm->ops.red_ll128_max;
-  int peers_read = algo == WEFT_ALGO_SM || (peers_store && bytes > comm->ops.red_push2_max);
+  int peers_store = algo == WEFT_ALGO_TWO_SHOT && bytes > comm->ops->red_ll128_max;
+  int peers_read = algo == WEFT_ALGO_SM || (peers_store && bytes > comm->ops->red_push2_max);
   if (peers_store)
     WEFT_CHECK(red_symmetric(comm, recvbuf, bytes, "recvbuf",
                              "the two-shot above WEFT_ALLREDUCE_LL128_BYTES"));
@@ -485,7 +486,7 @@ weft_status_t weft_allreduce(weft_comm_t *comm, const void *sendbuf, void *recvb
   /* LL: one-shot, or two-shot (half the bytes a rank pushes at 4 ranks, a quarter at 8, for one
    * more NVLink hop) from RED_LL2_MIN_BYTES at 3 ranks or more; WEFT_AR_LL=one|two (read at
    * init) overrides (for measurements; equal on every rank). */
-  int two = comm->ops.red_ll_two >= 0 ? comm->ops.red_ll_two
+  int two = comm->ops->red_ll_two >= 0 ? comm->ops->red_ll_two
                                       : comm->local_world > 2 && bytes >= RED_LL2_MIN_BYTES;
   two = two && comm->local_world > 1;
   return two ? red_ll2(comm, k, send, recv, bytes, dtype, s) : red_ll(comm, k, send, recv, bytes, 0, dtype, s);

@@ -7,6 +7,11 @@
  * never MASTER_PORT itself, which torch's store holds): rank 0 listens, the others connect; every
  * step has a deadline. On top of it: all-gather and barrier of small blobs, and the exchange of
  * file descriptors between the ranks of a node over AF_UNIX sockets (SCM_RIGHTS).
+ *
+ * The implementation is in bootstrap/: env.c reads the launchers' variables, rendezvous.c meets
+ * the ranks at rank 0, collective.c runs the all-gather and barrier over it, protocol.c holds
+ * what those two share (deadline-bounded messages, rank 0's reader and verdicts), fdpass.c
+ * passes the fds, and internal.h declares what the files share (the wire format among it).
  */
 #ifndef WEFT_BOOTSTRAP_H
 #define WEFT_BOOTSTRAP_H

@@ -1,6 +1,7 @@
 /*
- * comm.c — the communicator's life: init (environment, rendezvous, GPU, host-mapped abort flag
- * and error record, symmetric heap, runtime kernels), queries, abort, destroy.
+ * comm.c — the runtime's half of the communicator's life: open (environment, rendezvous, GPU,
+ * host-mapped abort flag and error record, symmetric heap, runtime kernels), queries, abort,
+ * finish and free. weft_comm_init and weft_comm_destroy (src/ops/ops.c) wrap it with the ops'.
  */
 #include "comm.h"
 
@@ -9,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../jit/jit.h"
 #include "loader.h"
+#include "module.h"
 #include "multicast.h"
 
 /* One communicator per process: device = local rank, one heap. */
@@ -203,8 +204,17 @@ static weft_status_t load_runtime_kernels(weft_comm_t *comm) {
   return WEFT_STATUS_SUCCESS;
 }
 
-static void comm_free(weft_comm_t *comm) {
-  if (comm->ops.gpu.sms) weft_ops_destroy(comm);
+weft_status_t weft_comm_agree(weft_comm_t *comm, weft_status_t status) {
+  init_info_t mine;
+  memset(&mine, 0, sizeof mine);
+  mine.status = status;
+  mine.local_rank = comm->local_rank;
+  mine.local_world = comm->local_world;
+  gethostname(mine.host, sizeof mine.host - 1);
+  return agree_init(comm, &mine, NULL);
+}
+
+void weft_comm_free(weft_comm_t *comm) {
   if (comm->runtime_module) weft_module_unload(comm->runtime_module);
   if (comm->heap.base) weft_heap_destroy(comm);
   weft_watchdog_stop(comm);
@@ -212,13 +222,14 @@ static void comm_free(weft_comm_t *comm) {
   if (comm->quiet) weft_cu.cuStreamDestroy(comm->quiet);
   if (comm->context) weft_cu.cuDevicePrimaryCtxRelease(comm->device);
   if (comm->bootstrap) weft_bootstrap_destroy(comm->bootstrap);
-  weft_autotune_forget(comm);
-  pthread_mutex_destroy(&comm->tune_lock);
   pthread_mutex_destroy(&comm->error_lock);
   free(comm);
+  pthread_mutex_lock(&init_lock);
+  initialised = 0;
+  pthread_mutex_unlock(&init_lock);
 }
 
-weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config) {
+weft_status_t weft_comm_open(weft_comm_t **out, const weft_comm_config_t *config) {
   WEFT_ARG(NULL, out, "comm is NULL");
   weft_comm_config_t cfg = WEFT_COMM_CONFIG_INIT;
   if (config) cfg = *config;
@@ -241,7 +252,6 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
     goto fail_unlock;
   }
   pthread_mutex_init(&comm->error_lock, NULL);
-  pthread_mutex_init(&comm->tune_lock, NULL);
 
   weft_bootstrap_info_t info;
   WEFT_CHECK_GOTO(weft_bootstrap_read_env(&info), st, fail);
@@ -259,7 +269,6 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   if (!timeout_ms) weft_env_u64("WEFT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false, &timeout_ms);
   if (!timeout_ms) timeout_ms = DEFAULT_TIMEOUT_MS;
   comm->timeout_ns = timeout_ms * 1000000ull;
-  comm->autotune = weft_env_is("WEFT_AUTOTUNE", "1");
   comm->share_gpus = weft_env_is("WEFT_SHARE_GPUS", "1");
   if (comm->share_gpus)
     WEFT_WARN("WEFT_SHARE_GPUS=1: ranks may share a GPU (for tests on machines with fewer GPUs "
@@ -309,14 +318,12 @@ weft_status_t weft_comm_init(weft_comm_t **out, const weft_comm_config_t *config
   weft_multicast_check_env(comm);
   mine.status = load_runtime_kernels(comm);
   WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
-  /* The ops allocate symmetric scratch: collective, so every rank gets here (agreed above). */
-  mine.status = weft_ops_init(comm);
-  WEFT_CHECK_GOTO(agree_init(comm, &mine, NULL), st, fail);
   *out = comm;
   return WEFT_STATUS_SUCCESS;
 
 fail:
-  comm_free(comm);
+  weft_comm_free(comm);
+  return st;
 fail_unlock:
   pthread_mutex_lock(&init_lock);
   initialised = 0;
@@ -385,18 +392,13 @@ static weft_status_t ctx_finish(weft_comm_t *comm, int *freeable) {
                               "left allocated (nothing may be unmapped under a running kernel)");
 }
 
-weft_status_t weft_comm_destroy(weft_comm_t *comm) {
-  WEFT_ARG(NULL, comm, "comm is NULL");
+weft_status_t weft_comm_finish(weft_comm_t *comm, int *freeable) {
   /* Nobody may unmap a heap a peer may still write, nor a module a kernel still runs: finish
    * local work, then meet (unless aborted: then nobody waits for the others). */
-  int freeable, aborted = comm->aborted;
-  weft_status_t st = ctx_finish(comm, &freeable);
-  if (!freeable) return st;
-  if (!aborted && st == WEFT_STATUS_SUCCESS) st = weft_bootstrap_barrier(comm->bootstrap);
-  comm_free(comm);
-  pthread_mutex_lock(&init_lock);
-  initialised = 0;
-  pthread_mutex_unlock(&init_lock);
+  int aborted = comm->aborted;
+  weft_status_t st = ctx_finish(comm, freeable);
+  if (*freeable && !aborted && st == WEFT_STATUS_SUCCESS)
+    st = weft_bootstrap_barrier(comm->bootstrap);
   return st;
 }
 
@@ -452,13 +454,6 @@ COMM_GETTER(weft_comm_size, world)
 COMM_GETTER(weft_comm_local_rank, local_rank)
 COMM_GETTER(weft_comm_local_size, local_world)
 COMM_GETTER(weft_comm_device, device_ordinal)
-
-weft_status_t weft_comm_set_autotune(weft_comm_t *comm, int on) {
-  WEFT_CHECK(weft_comm_check(comm));
-  WEFT_ARG(comm, on == 0 || on == 1, "autotune %d: 0 or 1", on);
-  comm->autotune = on;
-  return WEFT_STATUS_SUCCESS;
-}
 
 weft_status_t weft_comm_barrier(weft_comm_t *comm) {
   WEFT_CHECK(weft_comm_check(comm));

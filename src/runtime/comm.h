@@ -9,11 +9,12 @@
 #include <pthread.h>
 
 #include "../internal.h"
-#include "../ops/ops.h"
 #include "bootstrap.h"
 #include "heap.h"
 
 struct weft_module;
+struct weft_kernel;
+struct weft_ops;
 
 struct weft_comm {
   weft_bootstrap_t *bootstrap;
@@ -54,18 +55,26 @@ struct weft_comm {
 
   struct weft_module *runtime_module; /* kernels/runtime.cu: barrier, signal wait/add */
   struct weft_kernel *k_barrier, *k_signal_wait, *k_signal_add;
-  weft_ops_t ops; /* the ops' kernels, scratch and streams (src/ops) */
+  /* the ops' kernels, scratch, streams and plans (src/ops/ops.h): the layer above the runtime
+   * makes and frees it (weft_comm_init, weft_comm_destroy in src/ops/ops.c); NULL before */
+  struct weft_ops *ops;
 
   pthread_mutex_t error_lock;
   char last_error[1024];
-
-  /* The autotuner (src/jit/autotune.c): on for AUTO calls of the overlapped ops
-   * (weft_comm_set_autotune, WEFT_AUTOTUNE=1); the decisions so far. */
-  int autotune;
-  pthread_mutex_t tune_lock;
-  struct weft_tuned *tuned;
-  unsigned long tune_trials; /* decisions made by timing (the others came from disk) */
 };
+
+/* The communicator's life in two halves: the runtime's part here (open: everything up to and
+ * including the runtime kernels, agreed on every rank; free: its undoing, safe on a partial
+ * one), the ops' part around it (src/ops/ops.c: weft_comm_init, weft_comm_destroy). */
+weft_status_t weft_comm_open(weft_comm_t **out, const weft_comm_config_t *config);
+void weft_comm_free(weft_comm_t *comm);
+/* Every rank's status of a collective set-up step, agreed: SUCCESS on every rank or a failure
+ * on every rank (the first failed rank's named). */
+weft_status_t weft_comm_agree(weft_comm_t *comm, weft_status_t mine);
+/* Before a free: this process's GPU work finished (bounded: the communicator's timeout + 5 s,
+ * then weft's kernels aborted) and, unless aborted, the ranks met. *freeable 0: a kernel never
+ * ended, and nothing may be freed under it. */
+weft_status_t weft_comm_finish(weft_comm_t *comm, int *freeable);
 
 /* Sets comm->last_error (thread-safe); used by weft_error. */
 void weft_comm_set_last_error(weft_comm_t *comm, const char *text);

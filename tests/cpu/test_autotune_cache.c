@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "jit/jit.h"
+#include "ops/plan.h"
 
 static int failures;
 

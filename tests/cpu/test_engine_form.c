@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/plan.h"
 #include "runtime/comm.h"
 
 static int failures;

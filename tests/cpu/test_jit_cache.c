@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "jit/jit.h"
+#include "runtime/module.h"
 #include "runtime/comm.h"
 #include "runtime/loader.h"
 
@@ -277,7 +278,7 @@ static void test_corrupt(void) {
   const char *opts[] = {"-DVALUE=5"};
   result_t a = compile(kernel_a, "add_one.cu", opts, 1);
   char key[65], path[1024];
-  if (weft_jit_cache_key(NULL, kernel_a, "add_one.cu", opts, 1, key) != WEFT_STATUS_SUCCESS) {
+  if (weft_jit_cache_key(kernel_a, "add_one.cu", opts, 1, key) != WEFT_STATUS_SUCCESS) {
     failures++;
     return;
   }

@@ -8,6 +8,7 @@
  * output is poisoned (NaN) before every call.
  */
 // weft-test: ranks=2,4 timeout=600
+#include "ops/ops.h" /* the ops' sizes that decide the forms */
 #include "reduce_test.h"
 
 #define MAX_COUNT (64ull << 20)
@@ -105,8 +106,8 @@ int main(void) {
    * two-shot); both limits as this communicator read them. */
   {
     size_t auto_ll = ((size_t)2 << 20) / (size_t)(world - 1) / 2;
-    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops.red_ll128_max / 2;
-    size_t push = t.comm->ops.red_push2_max / 2;
+    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops->red_ll128_max / 2;
+    size_t push = t.comm->ops->red_push2_max / 2;
     const size_t counts[] = {3,       4099,    auto_ll, auto_ll + 1, ll_max,  ll_max + 5,
                              262143,  262144,  3000001, ll128,       ll128 + 5, push + 5};
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
@@ -135,8 +136,8 @@ int main(void) {
    * and two-shot, the LL128 two-shot); the pushes need a symmetric recvbuf only; the forms that
    * reach them from the peers refuse them. nsend / nrecv are such buffers. */
   {
-    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops.red_ll128_max / 2;
-    size_t push = t.comm->ops.red_push2_max / 2;
+    size_t ll_max = WEFT_ALLREDUCE_LL_MAX_BYTES(world) / 2, ll128 = t.comm->ops->red_ll128_max / 2;
+    size_t push = t.comm->ops->red_push2_max / 2;
     const struct {
       weft_algo_t algo;
       size_t n;
@@ -183,7 +184,7 @@ int main(void) {
   {
     const weft_red_op_t op = WEFT_RED_OP_MAX;
     const size_t n = 100003;
-    int fresh = t.comm->ops.red[op].mod == NULL;
+    int fresh = t.comm->ops->red[op].mod == NULL;
     CUstream cs;
     CU(cuStreamCreate(&cs, CU_STREAM_DEFAULT));
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
@@ -204,7 +205,7 @@ int main(void) {
     CU(cuGraphDestroy(g));
     CU(cuStreamDestroy(cs));
     t.op = WEFT_RED_OP_SUM;
-    int ok = fresh && t.comm->ops.red[op].mod && !st[0];
+    int ok = fresh && t.comm->ops->red[op].mod && !st[0];
     if (!ok) fails++;
     printf("[%d] %s: max's first call inside a capture (%s), 3 replays: %llu wrong\n", me,
            ok ? "ok" : "FAIL", fresh ? "loaded there" : "already loaded before", st[0]);

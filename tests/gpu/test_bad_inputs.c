@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit/jit.h"         /* weft_module_load_cubin */
+#include "runtime/module.h"  /* weft_module_load_cubin */
 #include "runtime/loader.h" /* weft_cu: the driver table, since tests do not link libcuda */
 
 static int failures, checked;

@@ -15,6 +15,7 @@
 #include "gpu_test.h"
 #include "gemm_test.h"
 #include "ops/gemm.h"
+#include "ops/ops.h"
 
 static weft_comm_t *comm;
 static weft_kernel_t *k_fill, *k_ref, *k_cmp;
@@ -107,8 +108,8 @@ static void *download(buffers_t *x) {
 /* The heuristic's configuration for p on this GPU and communicator, with tiles bn columns wide
  * (weft_gemm_config_width; 0: the heuristic's width). */
 static void heuristic(const weft_gemm_problem_t *p, int bn, weft_gemm_config_t *cfg) {
-  weft_gemm_config_choose(p, &comm->ops.gpu, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters,
-                          1, cfg); /* (the tests attach hooks) */
+  weft_gemm_config_choose(p, &comm->ops->gpu, comm->ops->gemm_ws_floats,
+                          comm->ops->gemm_ws_counters, 1, cfg); /* (the tests attach hooks) */
   if (bn && cfg->bn != bn && !weft_gemm_config_width(p, bn, cfg)) {
     cases++;
     failures++;
@@ -212,8 +213,8 @@ static void hooks_identical(const weft_gemm_problem_t *p, int sms, int bn) {
  * and refused with a hook. */
 static void transposed(const weft_gemm_problem_t *p) {
   weft_gemm_config_t cfg;
-  weft_gemm_config_choose(p, &comm->ops.gpu, comm->ops.gemm_ws_floats, comm->ops.gemm_ws_counters,
-                          0, &cfg);
+  weft_gemm_config_choose(p, &comm->ops->gpu, comm->ops->gemm_ws_floats,
+                          comm->ops->gemm_ws_counters, 0, &cfg);
   cases++;
   if (!cfg.swap_ab) {
     failures++;
@@ -229,7 +230,7 @@ static void transposed(const weft_gemm_problem_t *p) {
   poison(&x);
   run_config(&x, &cfg, NULL);
   same_bits(&x, want, "transposed, second call");
-  weft_gemm_hooks_t budget = {.sms = comm->ops.gpu.sms / 2};
+  weft_gemm_hooks_t budget = {.sms = comm->ops->gpu.sms / 2};
   poison(&x);
   run_config(&x, &cfg, &budget);
   same_bits(&x, want, "transposed on half the SMs");
@@ -314,7 +315,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   while (weft_gemm_smem_bytes(&cfg) > WEFT_GEMM_MAX_SMEM && cfg.stages > 2) cfg.stages--;
   /* an SM budget keeps the cluster reduction where the GPCs cannot hold every cluster at once
    * (the launcher would take the workspace instead) */
-  weft_gemm_hooks_t budget = {.sms = comm->ops.gpu.sms};
+  weft_gemm_hooks_t budget = {.sms = comm->ops->gpu.sms};
   poison(&x);
   run_config(&x, &cfg, &budget);
   char what[64];
@@ -331,7 +332,7 @@ static void cluster_reduction(const weft_gemm_problem_t *p, int ks, int bm, int 
   CU(cuMemAlloc(&sig, (size_t)nsig * 8));
   CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, s)); /* every word >= 1 */
   weft_gemm_hooks_t h = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
-                         .wait_expected = 1, .sms = comm->ops.gpu.sms};
+                         .wait_expected = 1, .sms = comm->ops->gpu.sms};
   poison(&x);
   run_config(&x, &cfg, &h);
   same_bits(&x, want, "cluster reduction with the wait hook");
@@ -351,8 +352,8 @@ static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int bn, int *t
   weft_gemm_config_t cfg;
   heuristic(p, bn, &cfg);
   for (int sms = max_sms; sms >= 2 * cfg.cluster; sms -= cfg.cluster)
-    if ((*tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops.gemm_ws_floats,
-                                 comm->ops.gemm_ws_counters, splits)))
+    if ((*tiles = weft_gemm_tail(p, &cfg, sms / cfg.cluster, comm->ops->gemm_ws_floats,
+                                 comm->ops->gemm_ws_counters, splits)))
       return sms;
   cases++;
   failures++;
@@ -413,7 +414,7 @@ static void graph(void) {
   }
   CUstream outer = s; /* the helpers run on s */
   CU(cuStreamCreate(&s, CU_STREAM_DEFAULT));
-  const void *loaded = comm->ops.gemm_kernels; /* a load puts its kernel first */
+  const void *loaded = comm->ops->gemm_kernels; /* a load puts its kernel first */
   CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   for (int i = 0; i < 3; i++) {
     poison(&x[i]);
@@ -423,7 +424,7 @@ static void graph(void) {
   CUgraph g;
   CUgraphExec ge;
   CU(cuStreamEndCapture(s, &g));
-  int in_capture = (const void *)comm->ops.gemm_kernels != loaded;
+  int in_capture = (const void *)comm->ops->gemm_kernels != loaded;
   cases++;
   if (!in_capture) failures++;
   printf("%s graph: a kernel compiled and loaded inside the capture\n", in_capture ? "ok  " : "FAIL");
@@ -627,7 +628,7 @@ int main(int argc, char **argv) {
                  8 * (256 + (int)(test_rand(&rng) % 100)), 8, 0, 4, H, F, 0);
     tail_split(&hp, 64, 0);
     hp = problem(8192, 1376, 4096, 0, 0, 0, B, B, 1);
-    tail_split(&hp, comm->ops.gpu.sms, 0);
+    tail_split(&hp, comm->ops->gpu.sms, 0);
     /* the fused scatter on a split tail (its storers' skip rounds) */
     hp = problem(2048, 1376, 2048, 0, 0, 0, B, B, 1);
     int tiles, splits, sms = tail_budget(&hp, 64, 0, &tiles, &splits);

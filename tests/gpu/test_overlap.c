@@ -14,7 +14,7 @@
  * do; AG+GEMM is one GEMM: 5e-3 as in test_gemm.c).
  */
 // weft-test: ranks=2,4 timeout=900
-#include "jit/jit.h" /* weft_autotune_forget */
+#include "ops/ops.h" /* weft_autotune_forget, the trials count */
 #include "overlap_test.h"
 
 /* A random problem of op: sizes off every tile multiple; the same on every rank. */
@@ -153,7 +153,7 @@ static void autotune(void) {
     tcase_t t = make(op, op == OP_AG ? m : world * m, 1024, 256 + 64 * (int)(test_rand(&shared) % 4),
                      1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO);
     setup(&t);
-    unsigned long before = comm->tune_trials;
+    unsigned long before = comm->ops->tune_trials;
     const char *when[] = {" (autotuned: trials)", " (autotuned: table)", " (autotuned: disk)"};
     for (int i = 0; i < 3; i++) {
       if (i == 2) weft_autotune_forget(comm);
@@ -162,17 +162,17 @@ static void autotune(void) {
       verify(&t, when[i]);
     }
     cases++;
-    if (comm->tune_trials != before + 1) {
+    if (comm->ops->tune_trials != before + 1) {
       failures++;
       printf("[%d] FAIL %s autotune: %lu timed decisions for one shape (expected 1)\n", me,
-             op_names[op], comm->tune_trials - before);
+             op_names[op], comm->ops->tune_trials - before);
     }
     teardown(&t);
   }
   /* a shape first seen while capturing */
   tcase_t t = make(OP_RS, world * 704, 768, 320, 1, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_ALGO_AUTO);
   setup(&t);
-  unsigned long before = comm->tune_trials;
+  unsigned long before = comm->ops->tune_trials;
   CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   call(&t);
   CUgraph g;
@@ -183,7 +183,7 @@ static void autotune(void) {
   CU(cuGraphLaunch(ge, s));
   verify(&t, " (autotune on, first seen in a capture)");
   cases++;
-  if (comm->tune_trials != before) {
+  if (comm->ops->tune_trials != before) {
     failures++;
     printf("[%d] FAIL autotune ran trials during a capture\n", me);
   }

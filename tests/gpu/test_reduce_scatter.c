@@ -10,6 +10,7 @@
  * output is poisoned (NaN) before every call.
  */
 // weft-test: ranks=2,4 timeout=600
+#include "ops/ops.h" /* the ops' sizes that decide the forms */
 #include "reduce_test.h"
 
 #define MAX_TOTAL (64ull << 20) /* elements of sendbuf */
@@ -128,7 +129,7 @@ int main(void) {
    * outside); the SM pulls (segments above the pushes' limit) refuse it. */
   {
     const size_t counts[] = {3, 4099, 300001, 1500001};
-    size_t pulls = t.comm->ops.red_push2_max / (size_t)world / 2 + 1; /* bf16 elements a segment */
+    size_t pulls = t.comm->ops->red_push2_max / (size_t)world / 2 + 1; /* bf16 elements a segment */
     CU(cuMemsetD8(t.stats, 0, RT_STATS * 8));
     int before = fails;
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)

@@ -1,5 +1,5 @@
 /*
- * autotune.c — the distributed autotuner (docs/architecture.md, "How a plan is chosen"; jit.h):
+ * autotune.c — the distributed autotuner (docs/architecture.md, "How a plan is chosen"; plan.h):
  * which of an op's candidate plans runs fastest, decided by timing the whole op on the caller's
  * data, the same choice on every rank, remembered in memory and on disk.
  *
@@ -29,7 +29,7 @@
  * The trials run the op on the caller's buffers: outputs are overwritten by each trial and last
  * by the caller's own call with the winner; inputs are only read.
  */
-#include "jit.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,9 +38,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../jit/jit.h"
 #include "../runtime/bootstrap.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
+#include "ops.h"
 
 #define TRIAL_ROUNDS 3
 #define TRIAL_CALLS 3
@@ -56,19 +58,19 @@ struct weft_tuned {
 /* The key with what else decides the winner: world size, GPU model and SM count, weft version. */
 static void full_key(weft_comm_t *comm, const char *key, char *out, size_t size) {
   snprintf(out, size, "%s world=%d gpu=%s sms=%d weft=%d.%d.%d", key, comm->world,
-           comm->device_name, comm->ops.gpu.sms, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
+           comm->device_name, comm->ops->gpu.sms, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
            WEFT_VERSION_PATCH);
 }
 
 static int table_find(weft_comm_t *comm, const char *key) {
   int best = -1;
-  pthread_mutex_lock(&comm->tune_lock);
-  for (struct weft_tuned *t = comm->tuned; t; t = t->next)
+  pthread_mutex_lock(&comm->ops->tune_lock);
+  for (struct weft_tuned *t = comm->ops->tuned; t; t = t->next)
     if (!strcmp(t->key, key)) {
       best = t->best;
       break;
     }
-  pthread_mutex_unlock(&comm->tune_lock);
+  pthread_mutex_unlock(&comm->ops->tune_lock);
   return best;
 }
 
@@ -79,21 +81,21 @@ static void table_add(weft_comm_t *comm, const char *key, int best) {
     return;
   }
   t->best = best;
-  pthread_mutex_lock(&comm->tune_lock);
-  t->next = comm->tuned;
-  comm->tuned = t;
-  pthread_mutex_unlock(&comm->tune_lock);
+  pthread_mutex_lock(&comm->ops->tune_lock);
+  t->next = comm->ops->tuned;
+  comm->ops->tuned = t;
+  pthread_mutex_unlock(&comm->ops->tune_lock);
 }
 
 void weft_autotune_forget(weft_comm_t *comm) {
-  pthread_mutex_lock(&comm->tune_lock);
-  for (struct weft_tuned *t = comm->tuned, *next; t; t = next) {
+  pthread_mutex_lock(&comm->ops->tune_lock);
+  for (struct weft_tuned *t = comm->ops->tuned, *next; t; t = next) {
     next = t->next;
     free(t->key);
     free(t);
   }
-  comm->tuned = NULL;
-  pthread_mutex_unlock(&comm->tune_lock);
+  comm->ops->tuned = NULL;
+  pthread_mutex_unlock(&comm->ops->tune_lock);
 }
 
 /* The entry's path; false when the cache is off. */
@@ -245,7 +247,7 @@ weft_status_t weft_autotune(weft_comm_t *comm, const char *key, const char *cons
   *best = weft_autotune_pick(times, n);
   double best_t = times[*best];
   /* step 4 */
-  __atomic_add_fetch(&comm->tune_trials, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&comm->ops->tune_trials, 1, __ATOMIC_RELAXED);
   table_add(comm, full, *best);
   if (comm->local_rank == 0) weft_autotune_entry_write(full, names[*best]);
   if (comm->rank == 0) WEFT_INFO("autotune: %s: %s wins (%.4f ms)", key, names[*best], best_t);

@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/comm.h"
-#include "../runtime/loader.h"
-#include "embedded.h"
-#include "jit.h"
+#include "module.h"
+
+#include "../jit/embedded.h"
+#include "../jit/jit.h"
+#include "comm.h"
+#include "loader.h"
 
 static char *dup_string(const char *s) {
   size_t n = strlen(s) + 1;
@@ -128,9 +130,11 @@ static weft_status_t load_source(weft_comm_t *comm, const char *source, const ch
   void *cubin = NULL;
   size_t size = 0;
   char *log = NULL;
-  weft_status_t st =
-      weft_jit_compile_comm(comm, source, name, options, num_options, &cubin, &size, &log);
-  if (st == WEFT_STATUS_SUCCESS) {
+  weft_status_t st = weft_jit_compile(source, name, options, num_options, &cubin, &size, &log);
+  if (st != WEFT_STATUS_SUCCESS) {
+    /* the JIT records on the thread; the communicator's last error says it too */
+    weft_comm_set_last_error(comm, weft_get_last_error());
+  } else {
     if (log && *log) WEFT_INFO("jit: %s compiled with messages:\n%s", name ? name : "", log);
     st = weft_module_load_cubin(comm, cubin, size, name, out);
   }

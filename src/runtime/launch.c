@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../runtime/comm.h"
-#include "../runtime/loader.h"
-#include "jit.h"
+#include "module.h"
+
+#include "comm.h"
+#include "loader.h"
 
 /* Beyond this a kernel must opt in to more dynamic shared memory (CUDA's static default). */
 #define DEFAULT_DYNAMIC_SMEM (48u << 10)
