@@ -1,11 +1,12 @@
 /*
  * test_hang_report.c — a planted hang inside an overlapped op, end to end. The driver (run by
  * ctest with weftrun's path) starts 2- and 3-rank jobs (on shared GPUs where there are fewer) in
- * which rank 1 enters the op's first step (the stream barrier) and then never sends its rows,
- * while the other ranks call weft_ag_gemm or weft_gemm_rs in an overlapped form (the copy
- * engine's; on a shared GPU, which has none, AG+GEMM's AUTO and GEMM+RS's fused scatter): a wait
- * on rank 1 inside the op (the GEMM's per-tile wait, or the reduction's wait on rank 1's arrival
- * flag) must time out, and then:
+ * which rank 1 never sends its rows while the other ranks call weft_ag_gemm or weft_gemm_rs: in
+ * the copy engine's form, or on a shared GPU, where that form cannot run (weft_ops_engine_form),
+ * AG+GEMM's AUTO (the sequential form) and GEMM+RS's fused scatter. Where the form begins with a
+ * stream barrier of the ranks, rank 1 passes it too, so that the others wait inside the op
+ * proper. A wait on rank 1 inside the op (the GEMM's per-tile wait, the AllGather's or the
+ * reduction's wait on rank 1's arrival flag) must time out, and then:
  *   - every rank prints exactly one line (the watchdog's): a waiting rank names the op, itself,
  *     rank 1 and the signal; rank 1, which waits on nothing, says which rank's failure ended it;
  *   - the waiting ranks get WEFT_STATUS_TIMEOUT or WEFT_STATUS_ABORTED from
@@ -39,10 +40,14 @@ static int child(const char *op) {
   OK(weft_comm_barrier(comm));
   uint64_t t0 = weft_now_ns();
   weft_status_t st;
+  /* AG+GEMM's sequential form (on a shared GPU) starts with the AllGather itself */
+  int barrier_first = !ag || !comm->gpu_shared;
   if (me == 1) {
     /* the op's first step, then nothing: the others pass their barrier and wait for rank 1 */
-    OK(weft_stream_barrier(comm, s));
-    OK(weft_stream_synchronize(comm, s));
+    if (barrier_first) {
+      OK(weft_stream_barrier(comm, s));
+      OK(weft_stream_synchronize(comm, s));
+    }
     while ((st = weft_comm_get_async_error(comm)) == WEFT_STATUS_SUCCESS &&
            weft_now_ns() - t0 < (TIMEOUT_MS + 20000) * 1000000ull)
       usleep(1000);
