@@ -4,7 +4,7 @@ with the targets of the collectives and overlap issues checked row by row.
 
     python3 bench/tables.py <dir or files...> [--ranks N]
 
-Reads every *.json given (or found in a directory: dev/gpu_session.sh's $OUT, make bench's
+Reads every *.json given (or found in a directory: dev/device/test_and_bench.sh's $OUT, make bench's
 build/bench-logs), groups the rows by suite and world size, and prints one table per group:
   collectives (allgather, reduce_scatter, allreduce, alltoall, alltoallv): size (total bytes, as
     weft-bench and nccl-tests count it), weft and NCCL time, their ratio, both busbw and theirs;
@@ -12,7 +12,7 @@ build/bench-logs), groups the rows by suite and world size, and prints one table
   overlapped ops (ag_gemm, gemm_rs, gemm_ar): per shape GEMM alone, communication alone,
     cuBLAS+NCCL, weft, exposed, speedup, share of the overlap bound, and the torch async-TP
     column where a torch_async_tp JSON of the same world size is given; the geometric mean.
-Then the targets (issues 3 and 5, stated for 4 ranks; shown for every world size): each line
+Then the targets (docs/benchmarks.md, stated for 4 ranks; shown for every world size): each line
 says the rows it covers, the worst figure among them and whether it holds. Nothing is measured
 here: the figures are the JSON's, which weft-bench took in one run, interleaved.
 """

@@ -4,6 +4,7 @@
  * dev/overlap/red_sm.cu): CK(x) for CUDA runtime calls, CU(x) for driver calls (link -lcuda
  * where it is used). A failed call prints where and why and exits with DEV_CHECK_EXIT (1 unless
  * the program defines it first: gemm_dev.cu exits with 2, as its cuBLAS and NVRTC checks do).
+ * The drivers that CMake builds against libweft (dev/overlap) take overlap_dev.h's checks.
  */
 #ifndef WEFT_DEV_CUDA_CHECK_H
 #define WEFT_DEV_CUDA_CHECK_H

@@ -498,7 +498,8 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
  * WEFT_ALGO_COPY_ENGINE returns WEFT_STATUS_NOT_SUPPORTED. */
 /* AUTO overlaps from this many rows of C a rank (C's rows over the ranks: the rows a rank
  * contributes to the gathered A, or owns of the reduced C). Measured on 2 and 4 H200s, m = 128 to
- * 8192 on a short and a long layer of each op (bench/results/2026-11-26t-stop32.md section 9):
+ * 8192 on a short and a long layer of each op (bench/results/2026-11-27-tp-overlap-h200x4.md,
+ * "Where overlap starts to win: WEFT_OVERLAP_MIN_ROWS"):
  * below it the sequential form was the faster on most shapes (by up to 1.5x), from it the
  * overlapped one on all but one (up to 1.55x; the exception 7% slower). */
 #define WEFT_OVERLAP_MIN_ROWS 1024
@@ -555,7 +556,8 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     On 2 H200s (2026-11-25) it is the fastest form where the GEMM is short (8192 x 4096 x
  *     5504 a rank: 1.23x cuBLAS + NCCL on 16 SMs, the copy-engine form 1.15x) and slower on the
  *     longer shapes: AUTO keeps the copy engine, the autotuner (weft_comm_set_autotune) picks
- *     per shape (bench/results/2026-11-25-gemm_ar-h200x2.md).
+ *     per shape (bench/results/2026-11-27-tp-overlap-h200x2.md,
+ *     "GEMM+AR forms at TP=2").
  *   WEFT_ALGO_COPY_ENGINE (AUTO's choice from WEFT_OVERLAP_MIN_ROWS rows a rank, and from half
  *     that where n x k a rank is at least 32 Mi: the AllReduce moves world times a
  *     ReduceScatter's bytes, which a long GEMM hides sooner; m a multiple of world): the GEMM +
@@ -581,7 +583,8 @@ WEFT_API weft_status_t weft_gemm_rs_workspace_size(weft_comm_t *comm, int m, int
  *     saves the sequential form's AllReduce kernel around the same traffic: 4 H200s, 128 x 16384
  *     x 53248: 0.131-0.133 ms against 0.143-0.146 (1.20-1.23x cuBLAS + NCCL against
  *     1.10-1.12x); 128 x 8192 x 28672: 0.050 against 0.055; 2 H200s, the same: 0.072 against
- *     0.077 (bench/results/2026-11-27-stop41.md).
+ *     0.077 (bench/results/2026-11-27-tp-overlap-h200x4.md, "GEMM+AR at m <= 128: the two-shot
+ *     epilogue form").
  *   WEFT_ALGO_SEQUENTIAL: the GEMM into the workspace, then weft_allreduce.
  * The SM and two-shot forms need no barrier at the start of a call: the SM form's consumer's
  * handshake orders the calls, and a peer stores into this rank's two-shot staging only once this

@@ -150,7 +150,8 @@ extern "C" __global__ void weft_ag_ll(const unsigned char *send, unsigned char *
   const unsigned char *src = area + (unsigned long long)peer * ll_slot_bytes;
   unsigned char *out = recv + (unsigned long long)peer * bytes;
   for (unsigned long long l = l0 + threadIdx.x; l < l1; l += blockDim.x) {
-    unsigned long long v = weft_ll_load16(src + l * 16, flag), b = l * 8;
+    unsigned long long v = weft_ll_load16(src + l * 16, flag, "allgather(ll)",
+                                          weft_state.node_first_rank + peer), b = l * 8;
     if (b + 8 <= bytes && ((unsigned long long)(out + b) & 7) == 0) {
       *(unsigned long long *)(out + b) = v;
     } else {

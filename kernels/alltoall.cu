@@ -176,7 +176,9 @@ static __device__ __forceinline__ void a2a_ll_push(unsigned char *slot, const ch
 static __device__ __forceinline__ weft_u64_t a2a_header_wait(const unsigned char *slot, int p,
                                                            weft_u64_t expects, int s, unsigned flag,
                                                            weft_u64_t elem, int v) {
-  weft_u64_t h = weft_ll_load16(slot, flag), sends = h & ~WEFT_A2A_HEADER_SM;
+  weft_u64_t h = weft_ll_load16(slot, flag, v ? "alltoallv(ll header)" : "alltoall(ll header)",
+                                weft_state.node_first_rank + p);
+  weft_u64_t sends = h & ~WEFT_A2A_HEADER_SM;
   if (s == 0 && sends != expects)
     a2a_mismatch(v ? "alltoallv: recvcount vs peer's sendcount" : "alltoall: count vs peer's", p,
                  expects, sends, elem);
@@ -271,7 +273,8 @@ extern "C" __global__ void weft_a2a_sm(const char *send, char *recv, weft_u64_t 
      * call's blocks, say which), then publishes e; it needs no other block's accesses. */
     if (weft_epoch_arrive(A2A_SLOT)) {
       for (int q = 0; q < world; q++)
-        if (q != me && weft_ll_load16(area + q * ll_slot, flag) & WEFT_A2A_HEADER_SM)
+        if (q != me && weft_ll_load16(area + q * ll_slot, flag, "alltoall(ll header)",
+                                      weft_state.node_first_rank + q) & WEFT_A2A_HEADER_SM)
           weft_op_wait(WEFT_FLAGS_A2A_DONE, q, e * WEFT_A2A_UNITS, v ? "alltoallv(done)" : "alltoall(done)");
       weft_epoch_publish(A2A_SLOT, e);
     }

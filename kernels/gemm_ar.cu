@@ -6,14 +6,14 @@
  * symmetric `partial` and, after each stored 64-row sub-tile, adds to counters[first row / rows]
  * (release at system scope). Row block b, rows [b * rows, (b + 1) * rows) of m, is stored once
  * its counter reaches units * (the block's 64-row sub-tiles), units being what one row of
- * sub-tiles adds over all tile columns (src/ops/gemm.c, weft_gemm_notify_units).
+ * sub-tiles adds over all tile columns (src/ops/gemm/, weft_gemm_notify_units).
  *
  * A row block's elements (contiguous in partial and in c) are cut into world slices of whole
  * 16-byte units; rank q owns slice q. Each slice is cut into pieces of at most `piece` elements,
  * item i = b * per_block + j being piece j of every slice of block b. Every remote access is a
  * store (NVLink loads from a few SMs ran at ~3 GB/s per SM on H200, one load in flight a thread).
- * A scatter block copies ~24 GB/s, a reducer sums ~15-22 (2 ranks, H100: dev/overlap/NOTES.md);
- * one block can move ~44 GB/s over NVLink with enough bytes in flight (dev/collectives/NOTES.md):
+ * A scatter block copies ~24 GB/s, a reducer sums ~15-22 (2 ranks, H100: dev/overlap/README.md);
+ * one block can move ~44 GB/s over NVLink with enough bytes in flight (dev/collectives/README.md):
  *
  *   weft_gemm_ar_reduce  blocks [0, scatter): for the items in order, once this rank's row block
  *                        is stored, push piece j of every peer's slice into that peer's staging

@@ -34,7 +34,7 @@
  *                       LL area (parity of e), then each rank reduces the world slots (for
  *                       ReduceScatter, each rank's segment goes to its owner only). send NULL:
  *                       the reduction only, the lines pushed by another kernel under the same
- *                       epoch (GEMM + AllReduce's LL form: kernels/gemm.cu, WEFT_GEMM_LL). No
+ *                       epoch (GEMM + AllReduce's LL form: kernels/gemm/gemm.cu, WEFT_GEMM_LL). No
  *                       handshake: a sender reaches call e + 2 (the same parity) only after
  *                       finishing call e + 1, which needed every rank to have started e + 1,
  *                       i.e. to have finished reading call e's lines.
@@ -223,7 +223,8 @@ static __device__ __forceinline__ void red_ll_put(unsigned char *p, weft_u64_t n
  * weft_ll128_load_n). src/ops compiles this file with 4 above 2 ranks, 1 (one rank's line at a
  * time) else: at 4 ranks 4 at once ran 8 B-8 KiB ~0.35 us, 128 KiB 0.6, 1 MiB 0.6, 4 MiB 2 us
  * faster; at 2 ranks the batched LL128 loop cost 2-12% (more registers) (h200-x4, 2026-11-26,
- * bench/results/2026-11-26u-stop33.md). */
+ * bench/results/2026-11-26-collectives-h200x4.md, "AllReduce in LL128 lines: four ranks' lines
+ * polled at once"). */
 // weft-jit-variant: -DWEFT_RED_LL_BATCH=1
 // weft-jit-variant: -DWEFT_RED_LL_BATCH=4
 // and each other operator (src/ops/reduce.c's red_load), at both:
@@ -250,14 +251,16 @@ static __device__ __forceinline__ int red_batch_lines(int world, int p0) {
  * ranks in order, each line waited for under flag, WEFT_RED_LL_BATCH ranks' lines at once;
  * 8 bytes of sums. */
 static __device__ __forceinline__ weft_u64_t red_ll_sum(const unsigned char *slots, weft_u64_t slot_bytes,
-                                                        weft_u64_t l, unsigned flag, int dtype) {
+                                                        weft_u64_t l, unsigned flag, int dtype,
+                                                        const char *op) {
   float acc[4];
   const int world = weft_state.local_world;
   for (int p0 = 0; p0 < world; p0 += WEFT_RED_LL_BATCH) {
     weft_u64_t v[WEFT_RED_LL_BATCH];
     const int n = red_batch_lines(world, p0);
     const unsigned char *line = slots + (weft_u64_t)p0 * slot_bytes + l * 16;
-    weft_ll_load16_n<WEFT_RED_LL_BATCH>(line, slot_bytes, n, flag, v);
+    weft_ll_load16_n<WEFT_RED_LL_BATCH>(line, slot_bytes, n, flag, v, op,
+                                        weft_state.node_first_rank + p0);
 #pragma unroll
     for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
       if (i < n) {
@@ -293,7 +296,9 @@ extern "C" __global__ void weft_red_ll(const unsigned char *send, unsigned char 
     }
   }
   for (weft_u64_t l = l0; l < lines; l += step)
-    red_ll_put(recv, bytes, l, red_ll_sum(area, ll_slot_bytes, l, flag, dtype));
+    red_ll_put(recv, bytes, l,
+               red_ll_sum(area, ll_slot_bytes, l, flag, dtype,
+                          seg_stride ? "reduce_scatter(ll)" : "allreduce(ll)"));
   __syncthreads();
   if (threadIdx.x == 0) weft_epoch_finish(RED_SLOT, e);
 }
@@ -334,7 +339,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
                       (unsigned)v, (unsigned)(v >> 32), flag);
     }
   for (weft_u64_t l = l0; l < lines; l += step) {
-    weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype);
+    weft_u64_t v = red_ll_sum(pieces, seg_slot, l, flag, dtype, "allreduce(ll pieces)");
     for (int k = 0; k < world; k++) {
       int p = weft_local_peer(k);
       weft_ll_store16(weft_remote_ptr(sums + (weft_u64_t)me * seg_slot + l * 16, first + p),
@@ -346,7 +351,7 @@ extern "C" __global__ void weft_red_ll2(const unsigned char *send, unsigned char
       weft_u64_t v[WEFT_RED_LL_BATCH];
       const int n = red_batch_lines(world, p0);
       weft_ll_load16_n<WEFT_RED_LL_BATCH>(sums + (weft_u64_t)p0 * seg_slot + l * 16,
-                                          seg_slot, n, flag, v);
+                                          seg_slot, n, flag, v, "allreduce(ll sums)", first + p0);
 #pragma unroll
       for (int i = 0; i < WEFT_RED_LL_BATCH; i++)
         if (i < n)

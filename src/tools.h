@@ -9,7 +9,7 @@
 #ifndef WEFT_TOOLS_H
 #define WEFT_TOOLS_H
 
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 #include "ops/ops.h"
 #include "runtime/bootstrap.h"
 #include "runtime/comm.h"

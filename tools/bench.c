@@ -61,10 +61,10 @@ void bench_parse(bench_t *b, int argc, char **argv, size_t def_min, size_t def_m
 }
 
 void bench_init(bench_t *b, const char *suite) {
-  BENCH_CHECK(weft_comm_init(&b->comm, NULL));
+  OK(weft_comm_init(&b->comm, NULL));
   b->rank = b->comm->rank;
   b->world = b->comm->world;
-  BENCH_CU(cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+  CU(cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
   int drv = 0;
   weft_cu.cuDriverGetVersion(&drv);
   /* Every rank's device line, gathered so that rank 0 prints them in order. */
@@ -79,7 +79,7 @@ void bench_init(bench_t *b, const char *suite) {
            b->rank, (int)getpid(), host, b->comm->device_ordinal, bus, name, b->comm->ops->gpu.sms,
            b->comm->ops->gpu.hbm_gbps, b->comm->ops->gpu.clusters[1], b->comm->ops->gpu.clusters[2],
            b->comm->ops->gpu.clusters[3]);
-  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
+  OK(weft_bootstrap_allgather(b->comm->bootstrap, lines, sizeof *lines));
   if (b->rank == 0) {
     printf("# weft-bench %s: weft %d.%d.%d (library %d), CUDA driver %d.%d, built with CUDA %d.%d\n",
            suite, WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, weft_get_version(),
@@ -107,7 +107,7 @@ void bench_finish(bench_t *b) {
   int wrong = b->wrong;
   int *all = bench_calloc((size_t)b->world, sizeof *all);
   all[b->rank] = wrong;
-  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  OK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
   int total = 0;
   for (int r = 0; r < b->world; r++) total += all[r];
   free(all);
@@ -119,7 +119,7 @@ void bench_finish(bench_t *b) {
     printf("# Avg bus bandwidth    : weft %.2f, NCCL %.2f (GB/s, %d sizes)\n",
            b->busbw_sum[0] / b->busbw_rows, b->busbw_sum[1] / b->busbw_rows, b->busbw_rows);
   weft_cu.cuStreamDestroy(b->stream);
-  BENCH_CHECK(weft_comm_destroy(b->comm));
+  OK(weft_comm_destroy(b->comm));
   exit(total ? 1 : 0);
 }
 
@@ -144,7 +144,7 @@ double bench_median(double *v, int n) {
 double bench_max_across_ranks(bench_t *b, double v) {
   double *all = bench_calloc((size_t)b->world, sizeof *all);
   all[b->rank] = v;
-  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
+  OK(weft_bootstrap_allgather(b->comm->bootstrap, all, sizeof *all));
   double m = all[0];
   for (int r = 1; r < b->world; r++) m = all[r] > m ? all[r] : m;
   free(all);
@@ -210,16 +210,16 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
   double **t = bench_calloc((size_t)nruns, sizeof *t);
   for (int r = 0; r < nruns; r++) t[r] = bench_calloc((size_t)n, sizeof(double));
   CUevent e0, e1;
-  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   CUgraphExec *graph = b->opt.graph ? bench_calloc((size_t)nruns, sizeof *graph) : NULL;
   for (int r = 0; graph && r < nruns; r++) {
     CUgraph g;
-    BENCH_CU(cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CU(cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
-    BENCH_CU(cuStreamEndCapture(b->stream, &g));
-    BENCH_CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
-    BENCH_CU(cuGraphDestroy(g));
+    CU(cuStreamEndCapture(b->stream, &g));
+    CU(cuGraphInstantiateWithFlags(&graph[r], g, 0));
+    CU(cuGraphDestroy(g));
   }
   int *order = bench_calloc((size_t)nruns, sizeof *order);
   unsigned long long rng = 0x2545F4914F6CDD1Dull;
@@ -233,17 +233,17 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     }
     for (int j = 0; j < nruns; j++) {
       int r = order[j];
-      if (barrier) BENCH_CHECK(weft_comm_barrier(b->comm));
-      BENCH_CU(cuEventRecord(e0, b->stream));
+      if (barrier) OK(weft_comm_barrier(b->comm));
+      CU(cuEventRecord(e0, b->stream));
       if (graph)
-        BENCH_CU(cuGraphLaunch(graph[r], b->stream));
+        CU(cuGraphLaunch(graph[r], b->stream));
       else
         for (int c = 0; c < BENCH_BATCH; c++) call(b, ctx, r);
-      BENCH_CU(cuEventRecord(e1, b->stream));
+      CU(cuEventRecord(e1, b->stream));
       /* bounded, and a GPU wait that timed out is reported by name */
-      BENCH_CHECK(weft_stream_synchronize(b->comm, (weft_stream_t)b->stream));
+      OK(weft_stream_synchronize(b->comm, (weft_stream_t)b->stream));
       float ms;
-      BENCH_CU(cuEventElapsedTime(&ms, e0, e1));
+      CU(cuEventElapsedTime(&ms, e0, e1));
       if (i >= 0) t[r][i] = ms * 1e3 / BENCH_BATCH;
     }
   }
@@ -253,25 +253,14 @@ void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int b
     free(t[r]);
   }
   free(t);
-  for (int r = 0; graph && r < nruns; r++) BENCH_CU(cuGraphExecDestroy(graph[r]));
+  for (int r = 0; graph && r < nruns; r++) CU(cuGraphExecDestroy(graph[r]));
   free(graph);
-  BENCH_CU(cuEventDestroy(e0));
-  BENCH_CU(cuEventDestroy(e1));
+  CU(cuEventDestroy(e0));
+  CU(cuEventDestroy(e1));
 }
 
 static const char *bench_data_src =
-    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
-    "                                 unsigned long long seed) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
-    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
-    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
-    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
-    "    unsigned short h;\n"
-    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
-    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
-    "    p[i] = h;\n"
-    "  }\n"
-    "}\n"
+    FILL_KERNEL_SRC /* support.h: the GEMM tests' fill, so the benchmarks draw the same data */
     /* acc: [0] sum (x - y)^2, [1] sum y^2, [2] non-finite x; 16-bit outputs (bf16 or fp16) */
     "__device__ double h2d(unsigned short h, int fp16) {\n"
     "  if (!fp16) return __uint_as_float((unsigned)h << 16);\n"
@@ -290,8 +279,8 @@ static const char *bench_data_src =
 
 weft_module_t *bench_data_load(bench_t *b, weft_kernel_t **fill, weft_kernel_t **diff) {
   weft_module_t *mod;
-  BENCH_CHECK(weft_module_load(b->comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
-  BENCH_CHECK(weft_module_get_kernel(mod, "fill", fill));
-  BENCH_CHECK(weft_module_get_kernel(mod, "diff", diff));
+  OK(weft_module_load(b->comm, bench_data_src, "bench_data.cu", NULL, 0, &mod));
+  OK(weft_module_get_kernel(mod, "fill", fill));
+  OK(weft_module_get_kernel(mod, "diff", diff));
   return mod;
 }

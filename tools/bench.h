@@ -1,7 +1,8 @@
 /*
  * bench.h — what every weft-bench suite shares: nccl-tests style options (-b -e -f -n -w -c -d -a
  * -J), the header (versions, each rank's device), timing with CUDA events, results gathered to
- * rank 0, and the JSON file. Tools exit on error; the library never does.
+ * rank 0, and the JSON file. Tools exit on error (support.h's OK, CU, NCCL_OK and CUBLAS_OK);
+ * the library never does.
  */
 #ifndef WEFT_BENCH_H
 #define WEFT_BENCH_H
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "support.h" /* the check macros (OK, CU, NCCL_OK, CUBLAS_OK): tests/support.h */
 #include "tools.h"
 
 typedef struct bench_opts {
@@ -37,52 +39,23 @@ typedef struct bench {
   int busbw_rows;
 } bench_t;
 
-/* Exit with a message naming the failed call (tools only). */
-#define BENCH_CHECK(call)                                                                 \
-  do {                                                                                    \
-    weft_status_t st_ = (call);                                                           \
-    if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
-      weft_report_failure("weft-bench", #call, st_);                                      \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-#define BENCH_CU(call)                                                                    \
-  do {                                                                                    \
-    CUresult r_ = weft_cu.call;                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                             \
-      const char *n_ = "?";                                                               \
-      weft_cu.cuGetErrorName(r_, &n_);                                                    \
-      fprintf(stderr, "weft-bench: %s failed: %s\n", #call, n_);                          \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
-/* The same for a cuBLAS call (suites that include cublas_v2.h). */
-#define CUBLAS_CHECK(call)                                                                \
-  do {                                                                                    \
-    cublasStatus_t r_ = (call);                                                           \
-    if (r_ != CUBLAS_STATUS_SUCCESS) {                                                    \
-      fprintf(stderr, "weft-bench: %s failed: cuBLAS status %d\n", #call, (int)r_);       \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
 #ifdef CUBLAS_V2_H_
 /* The baseline's cuBLAS handle on the bench's stream, with the workspace that cuBLAS's
  * documentation recommends for Hopper and that PyTorch gives it there: 32 MiB (cublasSetWorkspace;
  * WEFT_BENCH_CUBLAS_WORKSPACE_MIB overrides it, 0 leaves cuBLAS's own), so that the baseline is
  * configured as users' is. (On an H200 at weft-bench gemm's default shapes the two ran the same,
- * 2026-11-26: bench/results/2026-11-26-gemm-kn-h200x4.md.) *ws: the workspace (0 if none), for
+ * 2026-11-26: bench/results/2026-11-27-gemm-h200.md, "[K, N] B: tile widths and the cuBLAS
+ * workspace".) *ws: the workspace (0 if none), for
  * cuMemFree after cublasDestroy. */
 static inline void bench_cublas_create(bench_t *b, cublasHandle_t *h, CUdeviceptr *ws) {
   const char *e = getenv("WEFT_BENCH_CUBLAS_WORKSPACE_MIB");
   size_t mib = e ? (size_t)strtoul(e, NULL, 10) : 32;
-  CUBLAS_CHECK(cublasCreate(h));
-  CUBLAS_CHECK(cublasSetStream(*h, (cudaStream_t)b->stream));
+  CUBLAS_OK(cublasCreate(h));
+  CUBLAS_OK(cublasSetStream(*h, (cudaStream_t)b->stream));
   *ws = 0;
   if (mib) {
-    BENCH_CU(cuMemAlloc(ws, mib << 20));
-    CUBLAS_CHECK(cublasSetWorkspace(*h, (void *)(uintptr_t)*ws, mib << 20));
+    CU(cuMemAlloc(ws, mib << 20));
+    CUBLAS_OK(cublasSetWorkspace(*h, (void *)(uintptr_t)*ws, mib << 20));
     if (b->rank == 0) printf("# cuBLAS workspace %zu MiB\n", mib);
   } else if (b->rank == 0) {
     printf("# cuBLAS workspace: cuBLAS's own\n");
@@ -115,7 +88,7 @@ typedef void (*bench_call_fn)(struct bench *b, void *ctx, int which);
  * a fresh random order: in a fixed order the same kernel measured 1-2% apart in two places (H100),
  * and with the order rotated every sample each run still followed the same run: on a long GEMM
  * the same kernel measured 2.7-3.7% apart as the run after cuBLAS and as a later one, 0.2-1.0%
- * in random order (H200, 8192x6656x16384, dev/gemm/NOTES.md). -w warm-up
+ * in random order (H200, 8192x6656x16384, dev/gemm/README.md). -w warm-up
  * then -n samples each, a sample being BENCH_BATCH calls back to back between two events
  * (nccl-tests' way; with -G 1 the batch is captured once per run as a CUDA graph and each
  * sample launches it), after a host barrier of the ranks when `barrier`. us[r]: the median in
@@ -150,15 +123,6 @@ int bench_mm_check(const bench_mm_opts_t *o);
 weft_module_t *bench_data_load(bench_t *b, weft_kernel_t **fill, weft_kernel_t **diff);
 
 /* ---- collectives beside NCCL (bench_collectives.c) ---------------------------------------- */
-
-#define NCCL_CHECK(call)                                                                  \
-  do {                                                                                    \
-    ncclResult_t r_ = (call);                                                             \
-    if (r_ != ncclSuccess) {                                                              \
-      fprintf(stderr, "weft-bench: %s failed: %s\n", #call, ncclGetErrorString(r_));      \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 /* NCCL over the same ranks, its NVLink multicast off
  * (docs/architecture.md, "NVLink multicast is off"). */

@@ -20,10 +20,10 @@ ncclComm_t bench_nccl_init(bench_t *b) {
   const char *mc = getenv("WEFT_ENABLE_MULTICAST");
   if (!mc || strcmp(mc, "1")) setenv("NCCL_NVLS_ENABLE", "0", 1);
   ncclUniqueId *ids = bench_calloc((size_t)b->world, sizeof *ids);
-  if (b->rank == 0) NCCL_CHECK(ncclGetUniqueId(&ids[0]));
-  BENCH_CHECK(weft_bootstrap_allgather(b->comm->bootstrap, ids, sizeof *ids));
+  if (b->rank == 0) NCCL_OK(ncclGetUniqueId(&ids[0]));
+  OK(weft_bootstrap_allgather(b->comm->bootstrap, ids, sizeof *ids));
   ncclComm_t nc;
-  NCCL_CHECK(ncclCommInitRank(&nc, b->world, ids[0], b->rank));
+  NCCL_OK(ncclCommInitRank(&nc, b->world, ids[0], b->rank));
   free(ids);
   return nc;
 }
@@ -90,11 +90,11 @@ void bench_time_pairs(bench_t *b, bench_call_fn call, void *ctx, int in_place,
 }
 
 void bench_call_pair_once(bench_t *b, bench_call_fn call, void *ctx, int in_place) {
-  BENCH_CU(cuStreamSynchronize(NULL));
-  BENCH_CHECK(weft_comm_barrier(b->comm));
+  CU(cuStreamSynchronize(NULL));
+  OK(weft_comm_barrier(b->comm));
   call(b, ctx, BENCH_WHICH(in_place, 0));
   call(b, ctx, BENCH_WHICH(in_place, 1));
-  BENCH_CHECK(weft_stream_synchronize(b->comm, b->stream));
+  OK(weft_stream_synchronize(b->comm, b->stream));
 }
 
 /* What a row's JSON and the header name the run by: the algorithm, and the reduction operator
@@ -171,11 +171,11 @@ static void ag_call(bench_t *b, void *ctx, int which) {
   int ip = BENCH_WHICH_IN_PLACE(which);
   if (!BENCH_WHICH_NCCL(which)) {
     const void *in = ip ? (const void *)(x->recv + mine) : (const void *)(uintptr_t)x->send;
-    BENCH_CHECK(weft_allgather(b->comm, in, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
+    OK(weft_allgather(b->comm, in, x->recv, x->per, WEFT_DTYPE_UINT8, x->algo, b->stream));
   } else {
     CUdeviceptr in = ip ? x->nrecv + mine : x->send;
-    NCCL_CHECK(ncclAllGather((void *)(uintptr_t)in, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
-                             x->nc, b->stream));
+    NCCL_OK(ncclAllGather((void *)(uintptr_t)in, (void *)(uintptr_t)x->nrecv, x->per, ncclUint8,
+                          x->nc, b->stream));
   }
 }
 
@@ -185,9 +185,9 @@ int main_allgather(int argc, char **argv) {
   bench_init(&b, "allgather");
   ag_ctx_t x = {bench_nccl_init(&b), bench_parse_algo(b.opt.algo), NULL, 0, 0, 0};
   size_t maxb = b.opt.max_bytes;
-  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.recv));
-  BENCH_CU(cuMemAlloc(&x.send, maxb / b.world + 64));
-  BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
+  OK(weft_malloc(b.comm, maxb, (void **)&x.recv));
+  CU(cuMemAlloc(&x.send, maxb / b.world + 64));
+  CU(cuMemAlloc(&x.nrecv, maxb));
   unsigned char *hsend = bench_calloc(1, maxb / b.world + 64), *hrecv = bench_calloc(1, maxb),
                 *want = bench_calloc(1, maxb);
   bench_coll_header(&b, "allgather", 1);
@@ -205,26 +205,26 @@ int main_allgather(int argc, char **argv) {
       for (int c = 0; c < b.opt.check; c++, round++) {
         for (int r = 0; r < b.world; r++) bench_fill(want + (size_t)r * per, per, (unsigned)(r * 131 + round));
         memcpy(hsend, want + mine, per);
-        BENCH_CU(cuMemcpyHtoD(x.send, hsend, per));
-        BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.recv, 0xEE, tot));
-        BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, tot));
+        CU(cuMemcpyHtoD(x.send, hsend, per));
+        CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.recv, 0xEE, tot));
+        CU(cuMemsetD8(x.nrecv, 0xEE, tot));
         if (ip) {
-          BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)(x.recv + mine), hsend, per));
-          BENCH_CU(cuMemcpyHtoD(x.nrecv + mine, hsend, per));
+          CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)(x.recv + mine), hsend, per));
+          CU(cuMemcpyHtoD(x.nrecv + mine, hsend, per));
         }
         bench_call_pair_once(&b, ag_call, &x, ip);
-        BENCH_CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)x.recv, tot));
+        CU(cuMemcpyDtoH(hrecv, (CUdeviceptr)(uintptr_t)x.recv, tot));
         for (size_t i = 0; i < tot; i++) p[ip].wrong_w += hrecv[i] != want[i];
-        BENCH_CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
+        CU(cuMemcpyDtoH(hrecv, x.nrecv, tot));
         for (size_t i = 0; i < tot; i++) p[ip].wrong_n += hrecv[i] != want[i];
       }
     bench_time_pairs(&b, ag_call, &x, 1, p);
     bench_coll_row(&b, "allgather", tot, tot, "uint8", (double)(b.world - 1) / b.world, &p[0], &p[1]);
   }
   ncclCommDestroy(x.nc);
-  BENCH_CU(cuMemFree(x.send));
-  BENCH_CU(cuMemFree(x.nrecv));
-  BENCH_CHECK(weft_free(b.comm, x.recv));
+  CU(cuMemFree(x.send));
+  CU(cuMemFree(x.nrecv));
+  OK(weft_free(b.comm, x.recv));
   free(hsend), free(hrecv), free(want);
   bench_finish(&b);
   return 0;
@@ -332,13 +332,13 @@ static void red_call(bench_t *b, void *ctx, int which) {
   char *send = nccl ? (char *)(uintptr_t)x->nsend : x->wsend;
   char *out = red_out(b, x, send, nccl ? (char *)(uintptr_t)x->nrecv : x->wrecv, ip);
   if (x->allreduce && nccl)
-    NCCL_CHECK(ncclAllReduce(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
+    NCCL_OK(ncclAllReduce(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
   else if (x->allreduce)
-    BENCH_CHECK(weft_allreduce(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
+    OK(weft_allreduce(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
   else if (nccl)
-    NCCL_CHECK(ncclReduceScatter(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
+    NCCL_OK(ncclReduceScatter(send, out, x->count, x->nt, x->nop, x->nc, b->stream));
   else
-    BENCH_CHECK(weft_reduce_scatter(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
+    OK(weft_reduce_scatter(b->comm, send, out, x->count, x->wt, x->op, x->algo, b->stream));
 }
 
 static int red_main(int argc, char **argv, int allreduce) {
@@ -360,16 +360,16 @@ static int red_main(int argc, char **argv, int allreduce) {
   size_t elem = weft_dtype_size(x.wt), maxb = b.opt.max_bytes, world = (size_t)b.world;
   size_t out_max = allreduce ? maxb : maxb / world + 64;
   /* weft: sendbuf symmetric; recvbuf symmetric for AllReduce, ordinary memory for ReduceScatter */
-  BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.wsend));
+  OK(weft_malloc(b.comm, maxb, (void **)&x.wsend));
   CUdeviceptr rs_recv = 0;
   if (allreduce) {
-    BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&x.wrecv));
+    OK(weft_malloc(b.comm, maxb, (void **)&x.wrecv));
   } else {
-    BENCH_CU(cuMemAlloc(&rs_recv, out_max));
+    CU(cuMemAlloc(&rs_recv, out_max));
     x.wrecv = (char *)(uintptr_t)rs_recv;
   }
-  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
-  BENCH_CU(cuMemAlloc(&x.nrecv, out_max));
+  CU(cuMemAlloc(&x.nsend, maxb));
+  CU(cuMemAlloc(&x.nrecv, out_max));
   unsigned char *hsend = bench_calloc(1, maxb);
   unsigned char *hout[2] = {bench_calloc(1, out_max), bench_calloc(1, out_max)}; /* weft, NCCL */
   /* in place too, except AllReduce's one-shot, which refuses it */
@@ -392,17 +392,17 @@ static int red_main(int argc, char **argv, int allreduce) {
     for (int ip = 0; ip <= has_ip; ip++)
       for (int c = 0; c < b.opt.check; c++, round++) {
         for (size_t i = 0; i < in; i++) red_put(hsend, i, red_bits(red_val(b.rank, i, round), x.wt), elem);
-        BENCH_CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
-        BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, tot));
-        BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
-        BENCH_CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
+        CU(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)x.wsend, hsend, tot));
+        CU(cuMemcpyHtoD(x.nsend, hsend, tot));
+        CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xFF, out * elem));
+        CU(cuMemsetD8(x.nrecv, 0xFF, out * elem));
         bench_call_pair_once(&b, red_call, &x, ip);
-        BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)red_out(&b, &x, x.wsend, x.wrecv, ip),
-                              out * elem));
-        BENCH_CU(cuMemcpyDtoH(hout[1],
-                              (CUdeviceptr)(uintptr_t)red_out(&b, &x, (char *)(uintptr_t)x.nsend,
-                                                              (char *)(uintptr_t)x.nrecv, ip),
-                              out * elem));
+        CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)red_out(&b, &x, x.wsend, x.wrecv, ip),
+                        out * elem));
+        CU(cuMemcpyDtoH(hout[1],
+                        (CUdeviceptr)(uintptr_t)red_out(&b, &x, (char *)(uintptr_t)x.nsend,
+                                                        (char *)(uintptr_t)x.nrecv, ip),
+                        out * elem));
         for (size_t i = 0; i < out; i++) { /* each expected value once, for both outputs */
           double want = red_want(b.world, first + i, round, x.op);
           p[ip].wrong_w += !red_right(red_get(hout[0], i, elem), want, x.op, x.wt);
@@ -414,14 +414,14 @@ static int red_main(int argc, char **argv, int allreduce) {
     bench_coll_row(&b, suite, tot, in, tname, factor, &p[0], has_ip ? &p[1] : NULL);
   }
   ncclCommDestroy(x.nc);
-  BENCH_CU(cuMemFree(x.nsend));
-  BENCH_CU(cuMemFree(x.nrecv));
+  CU(cuMemFree(x.nsend));
+  CU(cuMemFree(x.nrecv));
   if (rs_recv) {
-    BENCH_CU(cuMemFree(rs_recv));
+    CU(cuMemFree(rs_recv));
   } else {
-    BENCH_CHECK(weft_free(b.comm, x.wrecv));
+    OK(weft_free(b.comm, x.wrecv));
   }
-  BENCH_CHECK(weft_free(b.comm, x.wsend));
+  OK(weft_free(b.comm, x.wsend));
   free(hsend), free(hout[0]), free(hout[1]);
   bench_finish(&b);
   return 0;
@@ -455,19 +455,19 @@ static void a2a_call(bench_t *b, void *ctx, int which) {
   a2a_ctx_t *x = ctx;
   if (which == 0) {
     if (x->v)
-      BENCH_CHECK(weft_alltoallv(b->comm, x->wsend, x->scount, x->sdispl, x->wrecv, x->rcount, x->rdispl,
-                                 x->wt, x->algo, b->stream));
+      OK(weft_alltoallv(b->comm, x->wsend, x->scount, x->sdispl, x->wrecv, x->rcount, x->rdispl,
+                        x->wt, x->algo, b->stream));
     else
-      BENCH_CHECK(weft_alltoall(b->comm, x->wsend, x->wrecv, x->scount[0], x->wt, x->algo, b->stream));
+      OK(weft_alltoall(b->comm, x->wsend, x->wrecv, x->scount[0], x->wt, x->algo, b->stream));
     return;
   }
   char *ns = (char *)(uintptr_t)x->nsend, *nr = (char *)(uintptr_t)x->nrecv;
-  NCCL_CHECK(ncclGroupStart());
+  NCCL_OK(ncclGroupStart());
   for (int p = 0; p < b->world; p++) {
-    NCCL_CHECK(ncclSend(ns + x->sdispl[p] * x->elem, x->scount[p], x->nt, p, x->nc, b->stream));
-    NCCL_CHECK(ncclRecv(nr + x->rdispl[p] * x->elem, x->rcount[p], x->nt, p, x->nc, b->stream));
+    NCCL_OK(ncclSend(ns + x->sdispl[p] * x->elem, x->scount[p], x->nt, p, x->nc, b->stream));
+    NCCL_OK(ncclRecv(nr + x->rdispl[p] * x->elem, x->rcount[p], x->nt, p, x->nc, b->stream));
   }
-  NCCL_CHECK(ncclGroupEnd());
+  NCCL_OK(ncclGroupEnd());
 }
 
 /* The counts of one size, n elements per rank (a multiple of world for alltoall): alltoall
@@ -517,11 +517,11 @@ static int a2a_main(int argc, char **argv, int v) {
   peer.scount = arrays + 4 * world, peer.sdispl = arrays + 5 * world;
   peer.rcount = arrays + 6 * world, peer.rdispl = arrays + 7 * world;
   CUdeviceptr wsend;
-  BENCH_CU(cuMemAlloc(&wsend, maxb));
+  CU(cuMemAlloc(&wsend, maxb));
   x.wsend = (void *)(uintptr_t)wsend;
-  BENCH_CHECK(weft_malloc(b.comm, maxb, &x.wrecv));
-  BENCH_CU(cuMemAlloc(&x.nsend, maxb));
-  BENCH_CU(cuMemAlloc(&x.nrecv, maxb));
+  OK(weft_malloc(b.comm, maxb, &x.wrecv));
+  CU(cuMemAlloc(&x.nsend, maxb));
+  CU(cuMemAlloc(&x.nrecv, maxb));
   unsigned char *hsend = bench_calloc(1, maxb), *hpeer = bench_calloc(1, maxb),
                 *hout[2] = {bench_calloc(1, maxb), bench_calloc(1, maxb)};
   bench_coll_header(&b, suite, 0); /* (no in-place form) */
@@ -542,13 +542,13 @@ static int a2a_main(int argc, char **argv, int v) {
     for (int c = 0; c < b.opt.check; c++) {
       unsigned draw = round * 1024u + (unsigned)c;
       bench_fill(hsend, bytes, (unsigned)b.rank * 131 + draw);
-      BENCH_CU(cuMemcpyHtoD(wsend, hsend, bytes));
-      BENCH_CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
-      BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
-      BENCH_CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
+      CU(cuMemcpyHtoD(wsend, hsend, bytes));
+      CU(cuMemcpyHtoD(x.nsend, hsend, bytes));
+      CU(cuMemsetD8((CUdeviceptr)(uintptr_t)x.wrecv, 0xEE, bytes));
+      CU(cuMemsetD8(x.nrecv, 0xEE, bytes));
       bench_call_pair_once(&b, a2a_call, &x, 0);
-      BENCH_CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
-      BENCH_CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
+      CU(cuMemcpyDtoH(hout[0], (CUdeviceptr)(uintptr_t)x.wrecv, bytes));
+      CU(cuMemcpyDtoH(hout[1], x.nrecv, bytes));
       for (int q = 0; q < b.world; q++) { /* rank q's chunk for this rank, element by element */
         a2a_counts(&peer, q, b.world, n, round);
         bench_fill(hpeer, bytes, (unsigned)q * 131 + draw);
@@ -563,10 +563,10 @@ static int a2a_main(int argc, char **argv, int v) {
     bench_coll_row(&b, suite, bytes, n, b.opt.dtype, (double)(b.world - 1) / b.world, &p, NULL);
   }
   ncclCommDestroy(x.nc);
-  BENCH_CU(cuMemFree(wsend));
-  BENCH_CU(cuMemFree(x.nsend));
-  BENCH_CU(cuMemFree(x.nrecv));
-  BENCH_CHECK(weft_free(b.comm, x.wrecv));
+  CU(cuMemFree(wsend));
+  CU(cuMemFree(x.nsend));
+  CU(cuMemFree(x.nrecv));
+  OK(weft_free(b.comm, x.wrecv));
   free(hsend), free(hpeer), free(hout[0]), free(hout[1]), free(arrays);
   bench_finish(&b);
   return 0;

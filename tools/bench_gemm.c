@@ -51,14 +51,14 @@ static void run(gemm_ctx_t *x, int which, int set, CUdeviceptr c) {
     float one = 1.f, zero = 0.f;
     cudaDataType t = p->in == WEFT_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     /* row-major C[m,n] = A op(B)  <=>  column-major C^T[n,m] = op(B)^T A^T */
-    CUBLAS_CHECK(cublasGemmEx(x->blas, p->b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, p->n,
-                              p->m, p->k, &one, bm, t, (int)p->ldb, a, t, (int)p->lda, &zero,
-                              (void *)(uintptr_t)c, t, (int)p->ldc, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
+    CUBLAS_OK(cublasGemmEx(x->blas, p->b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, p->n,
+                           p->m, p->k, &one, bm, t, (int)p->ldb, a, t, (int)p->lda, &zero,
+                           (void *)(uintptr_t)c, t, (int)p->ldc, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT));
     return;
   }
-  BENCH_CHECK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which], a, bm,
-                               (void *)(uintptr_t)c, x->b->stream));
+  OK(weft_gemm_launch(x->b->comm, p, x->cfg[which], x->hooks[which], a, bm,
+                      (void *)(uintptr_t)c, x->b->stream));
 }
 
 static void run_call(bench_t *b, void *ctx, int which) {
@@ -174,11 +174,11 @@ int main_gemm(int argc, char **argv) {
   for (int i = 0; i < nshapes; i++) max_m = shapes[i][0] > max_m ? shapes[i][0] : max_m;
   int nsig = (max_m + 127) / 128;
   CUdeviceptr sig, ctr, acc;
-  BENCH_CU(cuMemAlloc(&sig, (size_t)nsig * 8));
-  BENCH_CU(cuMemAlloc(&ctr, (size_t)nsig * 8));
-  BENCH_CU(cuMemAlloc(&acc, 3 * sizeof(double)));
-  BENCH_CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, b.stream)); /* every word 1: >= 1 */
-  BENCH_CU(cuMemsetD8Async(ctr, 0, (size_t)nsig * 8, b.stream));
+  CU(cuMemAlloc(&sig, (size_t)nsig * 8));
+  CU(cuMemAlloc(&ctr, (size_t)nsig * 8));
+  CU(cuMemAlloc(&acc, 3 * sizeof(double)));
+  CU(cuMemsetD32Async(sig, 1, (size_t)nsig * 2, b.stream)); /* every word 1: >= 1 */
+  CU(cuMemsetD8Async(ctr, 0, (size_t)nsig * 8, b.stream));
   x.name[0] = "cuBLAS", x.name[1] = "weft";
   x.nruns = 2;
   weft_gemm_hooks_t wait = {.wait_signals = (const uint64_t *)(uintptr_t)sig, .wait_rows = 128,
@@ -227,31 +227,31 @@ int main_gemm(int argc, char **argv) {
     lc.grid[0] = 1024, lc.block[0] = 256;
     unsigned long long seed = 0x1234567ull * (unsigned long long)(si + 1) ^ (unsigned long long)time(NULL);
     for (int s = 0; s < x.nsets; s++) {
-      BENCH_CU(cuMemAlloc(&x.a[s], na * 2));
-      BENCH_CU(cuMemAlloc(&x.bm[s], nb * 2));
+      CU(cuMemAlloc(&x.a[s], na * 2));
+      CU(cuMemAlloc(&x.bm[s], nb * 2));
       unsigned long long seed_a = seed * (2 * s + 1) + 1, seed_b = seed * (2 * s + 2) + 7;
       void *fa[] = {&x.a[s], &na, &fp16, &seed_a}, *fb[] = {&x.bm[s], &nb, &fp16, &seed_b};
-      BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
-      BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
+      OK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
+      OK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
     }
-    BENCH_CU(cuMemAlloc(&x.c, nc * 2));
-    BENCH_CU(cuMemAlloc(&x.cref, nc * 2));
-    BENCH_CHECK(weft_gemm_problem_check(b.comm, &p, (void *)(uintptr_t)x.a[0],
-                                        (void *)(uintptr_t)x.bm[0], (void *)(uintptr_t)x.c));
+    CU(cuMemAlloc(&x.c, nc * 2));
+    CU(cuMemAlloc(&x.cref, nc * 2));
+    OK(weft_gemm_problem_check(b.comm, &p, (void *)(uintptr_t)x.a[0],
+                               (void *)(uintptr_t)x.bm[0], (void *)(uintptr_t)x.c));
     /* check once, every weft run (the heuristic's, each hook's and --config's): its C
      * (poisoned) against cuBLAS's */
     run(&x, 0, 0, x.cref);
     double errs[MAX_RUNS] = {0};
     int wrongs[MAX_RUNS] = {0};
     for (int r = 1; r < x.nruns; r++) {
-      BENCH_CU(cuMemsetD8Async(x.c, 0xFF, nc * 2, b.stream));
+      CU(cuMemsetD8Async(x.c, 0xFF, nc * 2, b.stream));
       run(&x, r, 0, x.c);
-      BENCH_CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
+      CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
       void *da[] = {&x.c, &x.cref, &nc, &fp16, &acc};
-      BENCH_CHECK(weft_kernel_launch(k_diff, &lc, da, b.stream));
+      OK(weft_kernel_launch(k_diff, &lc, da, b.stream));
       double h[3];
-      BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
-      BENCH_CU(cuMemcpyDtoH(h, acc, sizeof h));
+      OK(weft_stream_synchronize(b.comm, b.stream));
+      CU(cuMemcpyDtoH(h, acc, sizeof h));
       errs[r] = sqrt(h[0] / (h[1] > 0 ? h[1] : 1));
       wrongs[r] = h[2] > 0 || !(errs[r] <= 1e-2);
       b.wrong += wrongs[r];
@@ -281,19 +281,19 @@ int main_gemm(int argc, char **argv) {
     for (int r = 2; r < x.nruns; r++) keys[5 + r] = x.name[r], vals[5 + r] = us[r];
     bench_json_row(&b, "gemm", name, 5 + x.nruns, keys, vals);
     for (int s = 0; s < x.nsets; s++) {
-      BENCH_CU(cuMemFree(x.a[s]));
-      BENCH_CU(cuMemFree(x.bm[s]));
+      CU(cuMemFree(x.a[s]));
+      CU(cuMemFree(x.bm[s]));
     }
-    BENCH_CU(cuMemFree(x.c));
-    BENCH_CU(cuMemFree(x.cref));
+    CU(cuMemFree(x.c));
+    CU(cuMemFree(x.cref));
   }
   if (b.rank == 0) printf("# lowest ratio %.3fx\n", worst);
-  BENCH_CU(cuMemFree(sig));
-  BENCH_CU(cuMemFree(ctr));
-  BENCH_CU(cuMemFree(acc));
-  BENCH_CHECK(weft_module_unload(mod));
+  CU(cuMemFree(sig));
+  CU(cuMemFree(ctr));
+  CU(cuMemFree(acc));
+  OK(weft_module_unload(mod));
   cublasDestroy(x.blas);
-  if (blas_ws) BENCH_CU(cuMemFree(blas_ws));
+  if (blas_ws) CU(cuMemFree(blas_ws));
   bench_finish(&b);
   return 0;
 }

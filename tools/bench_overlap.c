@@ -49,10 +49,10 @@ typedef struct ov {
 static void cublas_gemm(ov_t *x, CUdeviceptr a, CUdeviceptr c) {
   float one = 1.f, zero = 0.f;
   cudaDataType t = x->fp16 ? CUDA_R_16F : CUDA_R_16BF;
-  CUBLAS_CHECK(cublasGemmEx(x->blas, x->kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, x->gn,
-                            x->gm, x->gk, &one, (void *)(uintptr_t)x->bw, t, x->ldb,
-                            (void *)(uintptr_t)a, t, x->gk, &zero, (void *)(uintptr_t)c, t, x->gn,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_OK(cublasGemmEx(x->blas, x->kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, x->gn,
+                         x->gm, x->gk, &one, (void *)(uintptr_t)x->bw, t, x->ldb,
+                         (void *)(uintptr_t)a, t, x->gk, &zero, (void *)(uintptr_t)c, t, x->gn,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 static void nccl_comm(bench_t *b, ov_t *x) {
@@ -60,26 +60,26 @@ static void nccl_comm(bench_t *b, ov_t *x) {
   cudaStream_t s = (cudaStream_t)b->stream;
   void *p = (void *)(uintptr_t)x->partial, *r = (void *)(uintptr_t)x->ref;
   if (x->op == OV_AG)
-    NCCL_CHECK(ncclAllGather((void *)(uintptr_t)x->a, (void *)(uintptr_t)x->afull,
-                             (size_t)x->m_rank * x->gk, t, x->nc, s));
+    NCCL_OK(ncclAllGather((void *)(uintptr_t)x->a, (void *)(uintptr_t)x->afull,
+                          (size_t)x->m_rank * x->gk, t, x->nc, s));
   else if (x->op == OV_RS)
-    NCCL_CHECK(ncclReduceScatter(p, r, x->ref_elems, t, ncclSum, x->nc, s));
+    NCCL_OK(ncclReduceScatter(p, r, x->ref_elems, t, ncclSum, x->nc, s));
   else
-    NCCL_CHECK(ncclAllReduce(p, r, x->ref_elems, t, ncclSum, x->nc, s));
+    NCCL_OK(ncclAllReduce(p, r, x->ref_elems, t, ncclSum, x->nc, s));
 }
 
 static void weft_op(bench_t *b, ov_t *x) {
   weft_gemm_layout_t l = x->kmajor ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN;
   void *a = (void *)(uintptr_t)x->a, *bw = (void *)(uintptr_t)x->bw, *out = (void *)(uintptr_t)x->out;
   if (x->op == OV_AG)
-    BENCH_CHECK(weft_ag_gemm(b->comm, a, x->sym, bw, x->ldb, out, x->gn, x->m_rank, x->gn, x->gk,
-                             x->in, x->in, l, x->algo, b->stream));
+    OK(weft_ag_gemm(b->comm, a, x->sym, bw, x->ldb, out, x->gn, x->m_rank, x->gn, x->gk,
+                    x->in, x->in, l, x->algo, b->stream));
   else if (x->op == OV_RS)
-    BENCH_CHECK(weft_gemm_rs(b->comm, a, x->gk, bw, x->ldb, out, x->sym, x->gm, x->gn, x->gk,
-                             x->in, x->in, l, x->algo, b->stream));
+    OK(weft_gemm_rs(b->comm, a, x->gk, bw, x->ldb, out, x->sym, x->gm, x->gn, x->gk,
+                    x->in, x->in, l, x->algo, b->stream));
   else
-    BENCH_CHECK(weft_gemm_ar(b->comm, a, x->gk, bw, x->ldb, out, x->sym, x->gm, x->gn, x->gk,
-                             x->in, x->in, l, x->algo, b->stream));
+    OK(weft_gemm_ar(b->comm, a, x->gk, bw, x->ldb, out, x->sym, x->gm, x->gn, x->gk,
+                    x->in, x->in, l, x->algo, b->stream));
 }
 
 static void run(bench_t *b, void *ctx, int which) {
@@ -148,14 +148,14 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
     fprintf(stderr, "weft-bench %s: --autotune chooses the algorithm: drop -a\n", suite);
     exit(2);
   }
-  if (tune) BENCH_CHECK(weft_comm_set_autotune(b.comm, 1));
+  if (tune) OK(weft_comm_set_autotune(b.comm, 1));
   x.nc = bench_nccl_init(&b);
   CUdeviceptr blas_ws;
   bench_cublas_create(&b, &x.blas, &blas_ws);
   weft_kernel_t *k_fill, *k_diff;
   weft_module_t *mod = bench_data_load(&b, &k_fill, &k_diff);
   CUdeviceptr acc;
-  BENCH_CU(cuMemAlloc(&acc, 3 * sizeof(double)));
+  CU(cuMemAlloc(&acc, 3 * sizeof(double)));
   if (b.rank == 0) {
     printf("# %s, %s, B %s, algorithm %s; ms per call (median of %d samples of %d calls, slowest "
            "rank); GEMM = cuBLAS alone, comm = NCCL alone; exposed = weft - GEMM; bound = "
@@ -183,24 +183,24 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
     size_t nc = (size_t)x.gm * x.gn;
     x.ref_elems = op == OV_RS ? nc / ws : nc;
     x.out_elems = x.ref_elems;
-    BENCH_CU(cuMemAlloc(&x.a, na * 2));
-    BENCH_CU(cuMemAlloc(&x.bw, nb * 2));
-    BENCH_CU(cuMemAlloc(&x.ref, x.ref_elems * 2));
+    CU(cuMemAlloc(&x.a, na * 2));
+    CU(cuMemAlloc(&x.bw, nb * 2));
+    CU(cuMemAlloc(&x.ref, x.ref_elems * 2));
     x.afull = x.partial = 0;
     if (op == OV_AG) {
-      BENCH_CU(cuMemAlloc(&x.afull, (size_t)M * x.gk * 2));
-      BENCH_CHECK(weft_malloc(b.comm, (size_t)M * x.gk * 2, &x.sym));
-      BENCH_CU(cuMemAlloc(&x.out, x.out_elems * 2));
+      CU(cuMemAlloc(&x.afull, (size_t)M * x.gk * 2));
+      OK(weft_malloc(b.comm, (size_t)M * x.gk * 2, &x.sym));
+      CU(cuMemAlloc(&x.out, x.out_elems * 2));
     } else {
       size_t wsb;
-      BENCH_CU(cuMemAlloc(&x.partial, nc * 2));
-      BENCH_CHECK(weft_gemm_rs_workspace_size(b.comm, M, x.gn, x.in, &wsb));
-      BENCH_CHECK(weft_malloc(b.comm, wsb, &x.sym));
+      CU(cuMemAlloc(&x.partial, nc * 2));
+      OK(weft_gemm_rs_workspace_size(b.comm, M, x.gn, x.in, &wsb));
+      OK(weft_malloc(b.comm, wsb, &x.sym));
       if (op == OV_AR) {
-        BENCH_CHECK(weft_malloc(b.comm, x.out_elems * 2, &x.out_sym));
+        OK(weft_malloc(b.comm, x.out_elems * 2, &x.out_sym));
         x.out = (CUdeviceptr)(uintptr_t)x.out_sym;
       } else {
-        BENCH_CU(cuMemAlloc(&x.out, x.out_elems * 2));
+        CU(cuMemAlloc(&x.out, x.out_elems * 2));
       }
     }
     weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
@@ -209,21 +209,21 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
                             (0x1234567ull * (unsigned long long)(b.rank + 1));
     unsigned long long sb = sa * 31 + 7;
     void *fa[] = {&x.a, &na, &x.fp16, &sa}, *fb[] = {&x.bw, &nb, &x.fp16, &sb};
-    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
-    BENCH_CHECK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
+    OK(weft_kernel_launch(k_fill, &lc, fa, b.stream));
+    OK(weft_kernel_launch(k_fill, &lc, fb, b.stream));
     /* check once: weft's output (poisoned) against cuBLAS + NCCL's */
-    BENCH_CU(cuMemsetD8Async(x.out, 0xFF, x.out_elems * 2, b.stream));
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
-    BENCH_CHECK(weft_comm_barrier(b.comm));
+    CU(cuMemsetD8Async(x.out, 0xFF, x.out_elems * 2, b.stream));
+    OK(weft_stream_synchronize(b.comm, b.stream));
+    OK(weft_comm_barrier(b.comm));
     run(&b, &x, RUN_BASELINE);
     run(&b, &x, RUN_WEFT);
-    BENCH_CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
+    CU(cuMemsetD8Async(acc, 0, 3 * sizeof(double), b.stream));
     unsigned long long n = x.out_elems;
     void *da[] = {&x.out, &x.ref, &n, &x.fp16, &acc};
-    BENCH_CHECK(weft_kernel_launch(k_diff, &lc, da, b.stream));
+    OK(weft_kernel_launch(k_diff, &lc, da, b.stream));
     double h[3];
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
-    BENCH_CU(cuMemcpyDtoH(h, acc, sizeof h));
+    OK(weft_stream_synchronize(b.comm, b.stream));
+    CU(cuMemcpyDtoH(h, acc, sizeof h));
     double err = bench_max_across_ranks(&b, sqrt(h[0] / (h[1] > 0 ? h[1] : 1)));
     int wrong = h[2] > 0 || !(err <= 1e-2);
     b.wrong += wrong;
@@ -247,24 +247,24 @@ static int main_overlap(int op, const char *suite, int argc, char **argv) {
                      ms[RUN_WEFT] - ms[RUN_GEMM], speedup, share, err, wrong};
     bench_json_row(&b, suite, "shape", (int)(sizeof keys / sizeof keys[0]), keys, vals);
 
-    BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
-    BENCH_CHECK(weft_comm_barrier(b.comm)); /* no peer still writes into the symmetric buffers */
-    BENCH_CU(cuMemFree(x.a));
-    BENCH_CU(cuMemFree(x.bw));
-    BENCH_CU(cuMemFree(x.ref));
-    if (x.afull) BENCH_CU(cuMemFree(x.afull));
-    if (x.partial) BENCH_CU(cuMemFree(x.partial));
-    if (op == OV_AR) BENCH_CHECK(weft_free(b.comm, x.out_sym));
-    else BENCH_CU(cuMemFree(x.out));
-    BENCH_CHECK(weft_free(b.comm, x.sym));
+    OK(weft_stream_synchronize(b.comm, b.stream));
+    OK(weft_comm_barrier(b.comm)); /* no peer still writes into the symmetric buffers */
+    CU(cuMemFree(x.a));
+    CU(cuMemFree(x.bw));
+    CU(cuMemFree(x.ref));
+    if (x.afull) CU(cuMemFree(x.afull));
+    if (x.partial) CU(cuMemFree(x.partial));
+    if (op == OV_AR) OK(weft_free(b.comm, x.out_sym));
+    else CU(cuMemFree(x.out));
+    OK(weft_free(b.comm, x.sym));
   }
   if (b.rank == 0 && counted)
     printf("# geometric-mean speedup over cuBLAS+NCCL: %.3fx (%d shapes)\n", exp(log_speedup / counted),
            counted);
-  BENCH_CU(cuMemFree(acc));
-  BENCH_CHECK(weft_module_unload(mod));
+  CU(cuMemFree(acc));
+  OK(weft_module_unload(mod));
   cublasDestroy(x.blas);
-  if (blas_ws) BENCH_CU(cuMemFree(blas_ws));
+  if (blas_ws) CU(cuMemFree(blas_ws));
   ncclCommDestroy(x.nc);
   bench_finish(&b);
   return 0;

@@ -41,7 +41,7 @@ static const char *source =
 
 static double elapsed_ms(CUevent a, CUevent b) {
   float ms = 0;
-  BENCH_CU(cuEventElapsedTime(&ms, a, b));
+  CU(cuEventElapsedTime(&ms, a, b));
   return ms;
 }
 
@@ -63,13 +63,13 @@ int main_primitives(int argc, char **argv) {
   }
   weft_module_t *mod;
   weft_kernel_t *k_barrier, *k_pingpong, *k_put;
-  BENCH_CHECK(weft_module_load(b.comm, source, "bench_primitives.cu", NULL, 0, &mod));
-  BENCH_CHECK(weft_module_get_kernel(mod, "bench_barrier", &k_barrier));
-  BENCH_CHECK(weft_module_get_kernel(mod, "bench_pingpong", &k_pingpong));
-  BENCH_CHECK(weft_module_get_kernel(mod, "bench_put_sm", &k_put));
+  OK(weft_module_load(b.comm, source, "bench_primitives.cu", NULL, 0, &mod));
+  OK(weft_module_get_kernel(mod, "bench_barrier", &k_barrier));
+  OK(weft_module_get_kernel(mod, "bench_pingpong", &k_pingpong));
+  OK(weft_module_get_kernel(mod, "bench_put_sm", &k_put));
   CUevent e0, e1;
-  BENCH_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  BENCH_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   int n = b.opt.iters;
   double *t = bench_calloc((size_t)(n + 1), sizeof *t);
 
@@ -80,21 +80,21 @@ int main_primitives(int argc, char **argv) {
     cfg.block[0] = 32;
     void *args[] = {&inner};
     for (int i = -b.opt.warmup; i < n; i++) {
-      BENCH_CHECK(weft_comm_barrier(b.comm));
-      BENCH_CU(cuEventRecord(e0, b.stream));
-      BENCH_CHECK(weft_kernel_launch(k_barrier, &cfg, args, b.stream));
-      BENCH_CU(cuEventRecord(e1, b.stream));
-      BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+      OK(weft_comm_barrier(b.comm));
+      CU(cuEventRecord(e0, b.stream));
+      OK(weft_kernel_launch(k_barrier, &cfg, args, b.stream));
+      CU(cuEventRecord(e1, b.stream));
+      OK(weft_stream_synchronize(b.comm, b.stream));
       if (i >= 0) t[i] = elapsed_ms(e0, e1) * 1e3 / inner;
     }
     double in_kernel = bench_max_across_ranks(&b, bench_median(t, n));
     int calls = 200;
     for (int i = -b.opt.warmup; i < n; i++) {
-      BENCH_CHECK(weft_comm_barrier(b.comm));
-      BENCH_CU(cuEventRecord(e0, b.stream));
-      for (int c = 0; c < calls; c++) BENCH_CHECK(weft_stream_barrier(b.comm, b.stream));
-      BENCH_CU(cuEventRecord(e1, b.stream));
-      BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+      OK(weft_comm_barrier(b.comm));
+      CU(cuEventRecord(e0, b.stream));
+      for (int c = 0; c < calls; c++) OK(weft_stream_barrier(b.comm, b.stream));
+      CU(cuEventRecord(e1, b.stream));
+      OK(weft_stream_synchronize(b.comm, b.stream));
       if (i >= 0) t[i] = elapsed_ms(e0, e1) * 1e3 / calls;
     }
     double per_call = bench_max_across_ranks(&b, bench_median(t, n));
@@ -110,7 +110,7 @@ int main_primitives(int argc, char **argv) {
   /* ---- ping-pong between ranks 0 and 1 ---- */
   {
     unsigned long long *sig;
-    BENCH_CHECK(weft_malloc(b.comm, 8, (void **)&sig));
+    OK(weft_malloc(b.comm, 8, (void **)&sig));
     int iters = 2000, launches = 0;
     double oneway = 0;
     if (b.rank < 2) {
@@ -119,10 +119,10 @@ int main_primitives(int argc, char **argv) {
       for (int i = -b.opt.warmup; i < n; i++) {
         unsigned long long base = (unsigned long long)launches++ * (unsigned long long)iters;
         void *args[] = {&sig, &base, &iters, &peer, &initiator};
-        BENCH_CU(cuEventRecord(e0, b.stream));
-        BENCH_CHECK(weft_kernel_launch(k_pingpong, &cfg, args, b.stream));
-        BENCH_CU(cuEventRecord(e1, b.stream));
-        BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+        CU(cuEventRecord(e0, b.stream));
+        OK(weft_kernel_launch(k_pingpong, &cfg, args, b.stream));
+        CU(cuEventRecord(e1, b.stream));
+        OK(weft_stream_synchronize(b.comm, b.stream));
         if (i >= 0) t[i] = elapsed_ms(e0, e1) * 1e3 / iters / 2;
       }
       oneway = bench_median(t, n);
@@ -134,7 +134,7 @@ int main_primitives(int argc, char **argv) {
       const char *k[] = {"oneway_us"};
       bench_json_row(&b, "primitives", "pingpong", 1, k, &oneway);
     }
-    BENCH_CHECK(weft_free(b.comm, sig));
+    OK(weft_free(b.comm, sig));
   }
 
   /* ---- put bandwidth rank 0 -> rank 1 ---- */
@@ -142,23 +142,23 @@ int main_primitives(int argc, char **argv) {
     size_t maxb = b.opt.max_bytes;
     char *dst;
     CUdeviceptr src;
-    BENCH_CHECK(weft_malloc(b.comm, maxb, (void **)&dst));
-    BENCH_CU(cuMemAlloc(&src, maxb));
+    OK(weft_malloc(b.comm, maxb, (void **)&dst));
+    CU(cuMemAlloc(&src, maxb));
     unsigned char *host = bench_calloc(1, maxb), *back = bench_calloc(1, maxb);
     fill_random(host, maxb, (unsigned)(b.rank * 7919 + 17));
-    BENCH_CU(cuMemcpyHtoD(src, host, maxb));
+    CU(cuMemcpyHtoD(src, host, maxb));
     /* cudaMemcpyPeer's equivalent: rank 0 also opens GPU 1 in this process. */
     CUcontext ctx1 = NULL;
     CUdeviceptr peer_buf = 0;
     CUdevice dev1;
     if (b.rank == 0) {
-      BENCH_CU(cuDeviceGet(&dev1, b.comm->device_ordinal + 1));
-      BENCH_CU(cuDevicePrimaryCtxRetain(&ctx1, dev1));
-      BENCH_CU(cuCtxSetCurrent(ctx1));
-      BENCH_CU(cuMemAlloc(&peer_buf, maxb));
-      BENCH_CU(cuCtxSetCurrent(b.comm->context));
+      CU(cuDeviceGet(&dev1, b.comm->device_ordinal + 1));
+      CU(cuDevicePrimaryCtxRetain(&ctx1, dev1));
+      CU(cuCtxSetCurrent(ctx1));
+      CU(cuMemAlloc(&peer_buf, maxb));
+      CU(cuCtxSetCurrent(b.comm->context));
       CUresult r = weft_cu.cuCtxEnablePeerAccess(ctx1, 0);
-      if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) BENCH_CU(cuCtxEnablePeerAccess(ctx1, 0));
+      if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) CU(cuCtxEnablePeerAccess(ctx1, 0));
     }
     if (b.rank == 0)
       printf("#\n# put rank 0 -> rank 1: GB/s (1e9 B/s), median of %d\n"
@@ -169,14 +169,14 @@ int main_primitives(int argc, char **argv) {
       int wrong = 0;
       for (int method = 0; method < 3; method++) {
         /* Poison the target, run once, check every byte on rank 1, then time. */
-        BENCH_CHECK(weft_comm_barrier(b.comm));
-        if (b.rank == 1) BENCH_CU(cuMemsetD8((CUdeviceptr)(uintptr_t)dst, 0xA5, bytes));
-        BENCH_CHECK(weft_comm_barrier(b.comm));
+        OK(weft_comm_barrier(b.comm));
+        if (b.rank == 1) CU(cuMemsetD8((CUdeviceptr)(uintptr_t)dst, 0xA5, bytes));
+        OK(weft_comm_barrier(b.comm));
         for (int i = -b.opt.warmup - 1; i < n; i++) {
           if (b.rank == 0) {
-            BENCH_CU(cuEventRecord(e0, b.stream));
+            CU(cuEventRecord(e0, b.stream));
             if (method == 0) {
-              BENCH_CHECK(weft_stream_put(b.comm, dst, (void *)(uintptr_t)src, bytes, 1, b.stream));
+              OK(weft_stream_put(b.comm, dst, (void *)(uintptr_t)src, bytes, 1, b.stream));
             } else if (method == 1) {
               weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
               cfg.grid[0] = 132;
@@ -184,24 +184,24 @@ int main_primitives(int argc, char **argv) {
               unsigned long long nb = bytes;
               int peer = 1;
               void *args[] = {&dst, &src, &nb, &peer};
-              BENCH_CHECK(weft_kernel_launch(k_put, &cfg, args, b.stream));
+              OK(weft_kernel_launch(k_put, &cfg, args, b.stream));
             } else {
-              BENCH_CU(cuMemcpyPeerAsync(peer_buf, ctx1, src, b.comm->context, bytes, b.stream));
+              CU(cuMemcpyPeerAsync(peer_buf, ctx1, src, b.comm->context, bytes, b.stream));
             }
-            BENCH_CU(cuEventRecord(e1, b.stream));
-            BENCH_CHECK(weft_stream_synchronize(b.comm, b.stream));
+            CU(cuEventRecord(e1, b.stream));
+            OK(weft_stream_synchronize(b.comm, b.stream));
             if (i >= 0) t[i] = elapsed_ms(e0, e1);
           }
           if (i == -b.opt.warmup - 1 && method < 2 && b.opt.check) { /* the checked run */
-            BENCH_CHECK(weft_comm_barrier(b.comm));
+            OK(weft_comm_barrier(b.comm));
             if (b.rank == 1) {
-              BENCH_CU(cuMemcpyDtoH(back, (CUdeviceptr)(uintptr_t)dst, bytes));
+              CU(cuMemcpyDtoH(back, (CUdeviceptr)(uintptr_t)dst, bytes));
               unsigned char *want = bench_calloc(1, bytes);
               fill_random(want, bytes, 17); /* rank 0's data */
               for (size_t j = 0; j < bytes; j++) wrong += back[j] != want[j];
               free(want);
             }
-            BENCH_CHECK(weft_comm_barrier(b.comm));
+            OK(weft_comm_barrier(b.comm));
           }
         }
         if (b.rank == 0) gbs[method] = bytes / (bench_median(t, n) * 1e-3) / 1e9;
@@ -218,13 +218,13 @@ int main_primitives(int argc, char **argv) {
       }
     }
     if (b.rank == 0) {
-      BENCH_CU(cuCtxSetCurrent(ctx1));
-      BENCH_CU(cuMemFree(peer_buf));
-      BENCH_CU(cuCtxSetCurrent(b.comm->context));
+      CU(cuCtxSetCurrent(ctx1));
+      CU(cuMemFree(peer_buf));
+      CU(cuCtxSetCurrent(b.comm->context));
       weft_cu.cuDevicePrimaryCtxRelease(dev1);
     }
-    BENCH_CU(cuMemFree(src));
-    BENCH_CHECK(weft_free(b.comm, dst));
+    CU(cuMemFree(src));
+    OK(weft_free(b.comm, dst));
     free(host);
     free(back);
   }

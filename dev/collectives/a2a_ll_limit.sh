@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Where AllToAll(v)'s LL lines stop paying (WEFT_ALLTOALL_LL_MAX_BYTES, 64 KiB a pair, chosen
-# before the SM form was measured): a copy of the tree with the limit at LIMIT KiB (default 1024;
-# dev/variant.sh), then weft-bench alltoall -a ll and -a sm, and alltoallv (AUTO: LL per pair up to
-# the limit) from 64 KiB to 4 MiB a rank at 2 ranks, beside NCCL. Logs packed under $OUT.
+# Where AllToAll(v)'s LL lines stop paying (include/weft.h WEFT_ALLTOALL_LL_MAX_BYTES, the bytes
+# a rank pushes): a copy of the tree with the limit at LIMIT KiB (default 1024; variant_tree of
+# dev/device/trees.sh), then weft-bench alltoall -a ll and -a sm, and alltoallv (AUTO: LL per
+# pair up to the limit) from 64 KiB to 4 MiB a rank at 2 ranks, beside NCCL. Logs packed under
+# $OUT.
 # Device tool, 2 GPUs:   [LIMIT=1024] bash dev/collectives/a2a_ll_limit.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 t=/tmp/weft-a2a-ll
 variant_tree $t include/weft.h WEFT_ALLTOALL_LL_MAX_BYTES "(${LIMIT:-1024}u << 10)" || exit 1
 variant_build $t "$out/build.log" weft-bench weftrun || { tail -20 "$out/build.log"; exit 1; }

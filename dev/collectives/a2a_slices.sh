@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# AllToAll(v)'s SM form side by side (issue 3: 0.23-0.99x NCCL from 256 KiB to 4 MiB at 2 ranks):
-# each variant of VARIANTS is a copy of the tree (dev/variant.sh) with WEFT_A2A_SLICE_BYTES (the
-# bytes a block copies) set to the variant's KiB; "old" also takes the a2a_copy of
-# $OLD (a kernels/alltoall.cu from before the 16-byte funnel stores, if given). Each: the
+# AllToAll(v)'s SM form side by side: each variant of VARIANTS is a copy of the tree
+# (variant_tree of dev/device/trees.sh) with WEFT_A2A_SLICE_BYTES (the bytes a block copies) set
+# to the variant's KiB; a variant named "old<KiB>" also takes $OLD as its kernels/alltoall.cu (e.g.
+# `git show <rev>:kernels/alltoall.cu > old_alltoall.cu`, to measure a kernel change). Each: the
 # alltoall tests at 2 ranks (first variant only), weft-bench alltoall -a sm and alltoallv from
 # 64 KiB to 64 MiB beside NCCL. Logs packed under $OUT; a side-by-side table last.
 # Device tool, 2 GPUs:   [VARIANTS="256 64 32"] [OLD=file] bash dev/collectives/a2a_slices.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 variants=${VARIANTS:-256 64 32}
 for v in $variants; do
   kb=${v#old}

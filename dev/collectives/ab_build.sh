@@ -5,12 +5,10 @@
 #   NP="4 2" bash dev/collectives/ab_build.sh <old tree> <weft-bench args...>
 # <old tree>: a folder that travels with the working tree, e.g. `git archive <commit> | tar -x -C
 # ab_old` here (the device's copy of .git may lack recent commits). Logs under $OUT.
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
+source "$(dirname "$0")/../device/env.sh"
 old=$1; shift
-source dev/builds.sh
+source dev/device/trees.sh
 ab_trees "$old" "$out" # (the whole new tree: its tests run first)
 (cd build && WEFT_CACHE_DIR=/tmp/wc_new timeout 300 ctest -R "${WEFT_AB_TESTS:-gpu_test_allreduce_np}" 2>&1 |
   grep -E "Test +#|tests passed|tests failed|No tests were found")

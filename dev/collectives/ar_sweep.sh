@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Where the AllReduce's LL form stops winning: builds a copy of the tree whose LL forms take
-# LL_MAX bytes at any world size (default 4 MiB; dev/variant.sh; the tree is not touched), runs the reduction tests at 2 ranks there (LL now covers the larger sizes), then every
+# LL_MAX bytes at any world size (default 4 MiB; variant_tree of dev/device/trees.sh), runs the
+# reduction tests at 2 ranks there (LL then covers the larger sizes), then every
 # AllReduce / ReduceScatter algorithm from 64 KiB to 16 MiB beside NCCL, and GEMM+AR (whose
 # M = 128 shapes reduce 1-2 MiB). Logs under $OUT. Device tool, 2+ GPUs:
 #   [LL_MAX=bytes] [TESTS=ctest-regex] bash dev/collectives/ar_sweep.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 ll_max=${LL_MAX:-4194304}
 tests=${TESTS:-gpu_test_(allreduce|reduce_scatter)_np2}
 tree=/tmp/weft-llmax

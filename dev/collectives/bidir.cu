@@ -1,8 +1,9 @@
 /*
  * bidir.cu — can one GPU pull and push over NVLink at once, and how must the work be split for
  * it? The question behind AllReduce two-shot (kernels/reduce.cu, weft_red_pull with push = 1),
- * which at 4 ranks takes the time of a ReduceScatter plus an AllGather (h200-x4, 2026-11-26:
- * 1277 us at 256 MB against NCCL's 1186) although its reads come in and its stores go out.
+ * which at 4 ranks takes the time of a ReduceScatter plus an AllGather (h200-x4: 1277 us at
+ * 256 MB against NCCL's 1186, bench/results/2026-11-26-collectives-h200x4.md) although its reads
+ * come in and its stores go out.
  * One process, every local GPU, all running at once; each GPU g owns a segment of B bytes of
  * every buffer (a two-shot AllReduce of world x B bytes):
  *   pull    g reads segment g of every peer's `in`, stores it in its own `out` (incoming)
@@ -19,7 +20,7 @@
  *            word (for 0.8 ms) with ld.acquire.sys, volatile loads or ld.acquire.gpu: what a
  *            waiting kernel (a collective's handshake) costs the copies
  *   ce_rot   the copy engines one peer at a time, rank + 1 first, on one stream (weft's
- *            copy-engine AllGather since 2026-11-26)
+ *            copy-engine AllGather, src/ops/allgather.c)
  *   ce25+push, ce50+push   the first 25% / 50% of the segment by ce_rot on a side stream while
  *            push (every SM) sends the rest: whether engines and SMs together move more than
  *            either alone (AllGather 64 MB at 4 ranks: SM 167 us, engines 171, NCCL 190; the

@@ -5,8 +5,10 @@
 # to 2 MiB and `allgather -a ll` to 512 KiB at 2 ranks run for each, ROUNDS times in turn (each
 # run beside its own NCCL). Logs under $OUT. Device tool, 2+ GPUs:
 #   [VARIANTS="1:512 2:512"] [ROUNDS=2] bash dev/collectives/ll_grid.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 lines=${VARIANTS:-1:512 2:512 4:512}
 for l in $lines; do
   tree=/tmp/weft-ll${l/:/-}

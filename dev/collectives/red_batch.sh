@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The reductions' sum loop (include/weft/reduce.cuh) with other batch sizes: each variant
 # BATCH:UNROLL of VARIANTS (default "8:1 2:2 2:4"; 8:1 is the tree's) sets the defaults of
-# WEFT_RED_BATCH and WEFT_RED_UNROLL in its own copy of the tree (dev/variant.sh), which every
-# reducing kernel but GEMM+AR's consumer takes (kernels/reduce.cu: AllReduce one-shot and
+# WEFT_RED_BATCH and WEFT_RED_UNROLL in its own copy of the tree (dev/device/trees.sh), which
+# every reducing kernel but GEMM+AR's consumer takes (kernels/reduce.cu: AllReduce one-shot and
 # two-shot, ReduceScatter SM and the copy-engine ReduceScatter's reduction; kernels/gemm_rs.cu).
 # At 2 ranks BATCH 2 holds every source and destination, so the loop double-buffers with UNROLL
-# vectors a buffer (dev/overlap/NOTES.md, stop 21); 8:1 double-buffers 1. Each variant: the
+# vectors a buffer (include/weft/reduce.cuh); 8:1 double-buffers 1. Each variant: the
 # reduction tests at 2 ranks, then AllReduce (two_shot, sm) and ReduceScatter (sm, ce) from
 # 256 KiB to 256 MiB beside NCCL, and gemm_rs. Logs under $OUT; a side-by-side table last.
 # Device tool, 2 GPUs:   [VARIANTS="8:1 2:2"] bash dev/collectives/red_batch.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 variants=${VARIANTS:-8:1 2:2 2:4}
 for v in $variants; do
   variant_tree /tmp/weft-rb-${v/:/-} include/weft/reduce.cuh WEFT_RED_BATCH "${v%:*}" \

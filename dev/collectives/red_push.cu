@@ -3,9 +3,10 @@
  * whether they beat weft's pull forms (kernels/reduce.cu weft_red_pull) and NCCL at 4 ranks. Four
  * GPUs' SM pushes move 354 GB/s a direction against 321 for pulls (bench/results/
  * 2026-11-26-nvlink-h200x4.md), which bounds a push ReduceScatter at 568 us for 256 MB (NCCL
- * 672) and a push-push AllReduce at ~1136 us (NCCL 1183). Not yet run on a GPU; driven by
- * dev/overlap/red_push_dev.c; its protocol is modelled by dev/collectives/red_push_sim.py and
- * its index arithmetic emulated by dev/collectives/red_push_emu.py.
+ * 672) and a push-push AllReduce at ~1136 us (NCCL 1183). Measured, it loses to the pull forms
+ * (README.md: its pushers move ~280 GB/s, not 354). Driven by dev/overlap/red_push_dev.c; its
+ * protocol is modelled by dev/collectives/red_push_sim.py and its index arithmetic emulated by
+ * dev/collectives/red_push_emu.py.
  *
  * Segment q of the array (elements [q * per, min((q + 1) * per, total))) is owned by rank q.
  * Rounds of slices x piece elements of every segment; slice s of round r is the piece at

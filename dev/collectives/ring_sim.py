@@ -6,7 +6,7 @@
 #
 # The counts of both kernels are per slice. Counted over all slices (one word per neighbour, as
 # both first had), a slice's wait is met by other slices that ran ahead while it is itself a step
-# behind: `--summed` runs that version and reports its stale reads (stop 22: thousands of them
+# behind: `--summed` runs that version and reports its stale reads (thousands of them
 # in the AllGather ring at 3-8 ranks; the ReduceScatter ring at 2 ranks, 4 slices, 3 rounds).
 #   python3 dev/collectives/ring_sim.py [--summed]
 import random

@@ -2,16 +2,14 @@
 # One GPU call: weft-bench gemm from two commits in the same call, same shapes, alternating runs
 # (A B A B), to tell a regression from the GPU's drift. Usage: bash dev/gemm/ab_build.sh <commit or
 # directory> [weft-bench gemm args...]; the other build is the working tree. Logs under $OUT;
-# dev/gemm/ab_summary.py last.
+# dev/gemm/ab_summary.py last (AB_TABLE=1: with every shape's table).
 # The device's copy of .git may predate commits made since (they fail to archive there): then
 # `git archive <commit> | tar -x -C ab_old` here (an untracked folder travels with the tree) and
 # pass ab_old.
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
+source "$(dirname "$0")/../device/env.sh"
 old=$1; shift
-source dev/builds.sh
+source dev/device/trees.sh
 ab_trees "$old" "$out" weft-bench weftrun
 for r in 1 2; do
   for v in old new; do

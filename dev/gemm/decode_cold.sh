@@ -2,17 +2,17 @@
 # One GPU call: the decode shapes (m = 1, 16, 64, 128 with the TP=4 (n, k) pairs) with cold
 # inputs (weft-bench gemm's default: calls cycle through copies of A and B covering 256 MB) and
 # hot (--hot), plain and as CUDA graphs (-G 1), and tile configurations beside the heuristic on
-# the m = 64 / 128 shapes (or SHAPES="-s M,N,K ..."; CFGS="--config ..."). Usage: bash dev/gemm/decode_cold.sh [sections: plain graph hot cfg ctest]
+# the m = 64 / 128 shapes (or SHAPES="-s M,N,K ..."; CFGS="--config ..."). Note: --config
+# ...,KS=1 selects the direct-store split-K kernel with one split, not the TMA-store kernel.
+#   bash dev/gemm/decode_cold.sh [sections: plain graph hot cfg ctest]
 # Logs under $OUT; a short table last.
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
 sections=${*:-plain graph hot cfg}
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
 has() { [[ " $sections " == *" $1 "* ]]; }
-{ date -u; nvidia-smi -L; git log -1 --format=%h 2>/dev/null; } > "$out/machine.txt" 2>&1
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > "$out/build.log" 2>&1 \
-  || { tail -20 "$out/build.log"; echo BUILD FAILED; exit 1; }
+machine_txt
+build_tree "$out/build.log"
 W="build/tools/weftrun -n 1 build/tools/weft-bench gemm"
 D=""; for m in 1 16 64 128; do for nk in 2752,4096 4096,2752 3584,4096 4096,3584 7168,8192 8192,7168 13312,16384 16384,13312 7392,8192 8192,7392; do D="$D -s $m,$nk"; done; done
 : > "$out/summary.txt"

@@ -1,4 +1,4 @@
-# dev/gemm/emulate_tile.py — a CPU emulation of kernels/gemm.cu's index math (python3 + numpy, no
+# dev/gemm/emulate_tile.py — a CPU emulation of kernels/gemm/gemm.cu's index math (python3 + numpy, no
 # GPU): TMA 128B-swizzled loads (incl. the cluster's multicast halves of B and the [K,N] boxes),
 # wgmma operand fetch through the same descriptors the kernel builds (K-major and N-major B),
 # the m64nNk16 accumulator fragment, the stmatrix (16-bit) / st.shared.v2 (fp32) epilogue into

@@ -1,7 +1,7 @@
 /*
- * dev/gemm/gemm_dev.cu — research driver for kernels/gemm.cu (not the product).
+ * dev/gemm/gemm_dev.cu — research driver for kernels/gemm/gemm.cu (not the product).
  *
- * Compiles kernels/gemm.cu with NVRTC at run time (the way libweft will) for any -D
+ * Compiles kernels/gemm/gemm.cu with NVRTC at run time (the way libweft will) for any -D
  * specialisation, builds TMA descriptors with cuTensorMapEncodeTiled, checks results and times
  * weft against cuBLAS interleaved in the same run (medians of many samples after warm-up, fresh
  * random data, output poisoned with NaN before every checked run).
@@ -15,7 +15,9 @@
  *   gemm_dev --m M --n N --k K [--dtype bf16|fp16] [--out bf16|fp16|f32] [--layout nk|kn]
  *            [--cfg BM=128,BN=256,ST=4,CL=2,EPI=2,G=8,KS=1,TABLE=0,WAIT=0,NOTIFY=0,X_NAME=v]...
  *            [--check] [--trace]   (several --cfg: timed interleaved; X_: -DWEFT_GEMM_NAME=v)
- *   common: --src kernels/gemm.cu --inc include --samples 15 --json file
+ *   common: --src kernels/gemm/gemm.cu --inc include --root . --samples 15 --json file
+ *   (run from the repository root: the kernel includes its headers as kernels/gemm/..., found
+ *   under --root, and the device library under --inc)
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -137,9 +139,10 @@ static void parse_cfg(Cfg &c, const char *s) {
 
 static int g_sms = 132;
 
-/* The shape heuristic recommended for the launcher (measured in NOTES.md). */
+/* The decode and large-m heuristic as first measured here (README.md); the library's, refitted
+ * since, is src/ops/gemm/config.c weft_gemm_config_choose. */
 /* Small M (decode) streams B from HBM: what matters is how many SMs stream it and how little
- * work is left after the stream (split-K reduction). The H100 sweeps (dev/gemm/NOTES.md) found
+ * work is left after the stream (split-K reduction). The H100 sweeps (dev/gemm/README.md) found
  * the best at about 45-130 CTAs: for M <= 16 BM=64 BN=128 with splits up to the SMs; above, the
  * largest tile that still gives enough tiles (three quarters of the SMs for M <= 64, half for
  * M <= 128), then splits up to about two thirds of the SMs.
@@ -201,7 +204,7 @@ static Cfg fix_cfg(Cfg c, const Prob &p) {
 /* NVRTC                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-static std::string g_src_path = "kernels/gemm.cu", g_inc = "include";
+static std::string g_src_path = "kernels/gemm/gemm.cu", g_inc = "include", g_root = ".";
 static std::string g_source;
 
 struct Kern {
@@ -248,7 +251,7 @@ static Kern *get_kernel(const Cfg &c0, const Prob &p, bool verbose) {
             smem_bytes(c));
     exit(2);
   }
-  std::vector<std::string> opts = {"--gpu-architecture=sm_90a", "-I" + g_inc, "-default-device",
+  std::vector<std::string> opts = {"--gpu-architecture=sm_90a", "-I" + g_inc, "-I" + g_root, "-default-device",
                                    "--ptxas-options=--verbose", "--ptxas-options=--warn-on-local-memory-usage",
                                    "-std=c++17"};
   for (auto &s : d) opts.push_back(s);
@@ -931,7 +934,7 @@ static void suite_correct(void) {
         }
 }
 
-/* a few configurations on one shape: run first, so that a broken build stops the session early */
+/* a few configurations on one shape: run first, so that a broken build stops the run early */
 static void suite_smoke(void) {
   printf("== smoke\n");
   Prob p = {1000, 1000, 1000, DT_BF16, DT_BF16, 1};
@@ -1102,7 +1105,7 @@ static void suite_smallsweep(void) {
 }
 
 /* Large M: the tile width against wave quantisation (tiles / SMs just above a whole number
- * leaves most SMs idle in the last wave) on DESIGN.md's per-GPU shapes, 128x256 against 128x192
+ * leaves most SMs idle in the last wave) on the layers' per-GPU shapes, 128x256 against 128x192
  * and 128x128 tiles. */
 static void suite_largesweep(void) {
   static const int shapes[][3] = {{8192, 2752, 4096}, {8192, 1792, 4096}, {8192, 3696, 8192},
@@ -1262,6 +1265,7 @@ int main(int argc, char **argv) {
     else if (a == "--check") check = true;
     else if (a == "--src") g_src_path = nx();
     else if (a == "--inc") g_inc = nx();
+    else if (a == "--root") g_root = nx();
     else if (a == "--samples") g_samples = atoi(nx());
     else if (a == "--json") json = nx();
     else if (a == "--compile-only") g_compile_only = true;

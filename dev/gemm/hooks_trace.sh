@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Where the hooks' fixed 1-2 us a call goes (issue 4: wait + notify in one kernel +1.2-2.4% on
-# 8192x1376x4096, dev/gemm/NOTES.md): gemm_dev on the short shapes' tile configurations (no split
-# tail), plain, wait, notify (sys), both, interleaved with cuBLAS (RUNS runs), the first run also
-# traced (per-CTA %globaltimer: entry, first data, mainloops, last epilogue, end).
+# Where the hooks' fixed 1-2 us a call goes (README.md, hooks): gemm_dev on two short shapes'
+# tile configurations (no split tail), plain, wait, notify (sys), both, interleaved with cuBLAS
+# (RUNS runs), the first run also traced (per-CTA %globaltimer: entry, first data, mainloops,
+# last epilogue, end).
 # VARIANT (gemm_dev --cfg items, X_NAME=v: -DWEFT_GEMM_NAME=v) adds wait+V and both+V to every
-# run: a kernel variant of the hooks A/B against the kernel as it is. Tried at stop 24, no change
-# (both reverted): X_WAIT_COUNT=1 (the hand-off as a shared-memory count), X_WAIT_SEEN=1 (a
-# signal seen set is not read again).
+# run: a kernel variant of the hooks A/B against the kernel as it is (the variant's #if lives in
+# a working copy of kernels/gemm/, which gemm_dev compiles at run time).
 # Device tool, one GPU:   [RUNS=2] [VARIANT=X_NAME=v] bash dev/gemm/hooks_trace.sh
-source "$(dirname "$0")/gemm_dev_env.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gemm_dev_build.sh"
 v=${VARIANT:-}
-date -u > "$out/date.txt"; nvidia-smi -L >> "$out/date.txt"
 for r in $(seq 1 "${RUNS:-2}"); do
   for sc in 8192,1376,4096:BM=128,BN=176,ST=4,CL=2,EPI=3,G=8 8192,4096,1792:BM=128,BN=256,ST=4,CL=2,EPI=2,G=8; do
     IFS=: read -r sk c <<< "$sc"; IFS=, read -r m n k <<< "$sk"

@@ -3,13 +3,11 @@
 # kernels from the same weft-bench process (cold inputs): duration, launch configuration (grid,
 # cluster, smem), DRAM and L2 throughput, memory workload. Clocks left as they are
 # (--clock-control none). Usage: bash dev/gemm/ncu_decode.sh ["-s M,N,K ..."]. Logs under $OUT.
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}; mkdir -p "$out"
-(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build build -j16) > "$out/build.log" 2>&1 \
-  || { tail -20 "$out/build.log"; echo BUILD FAILED; exit 1; }
 S=${1:--s 1,4096,2752 -s 64,2752,4096 -s 128,2752,4096}
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+build_tree "$out/build.log" weft-bench weftrun
 for s in $S; do
   [ "$s" = -s ] && continue
   f="$out/ncu_${s//,/x}.txt"

@@ -1,5 +1,5 @@
 // dev/gemm/placement.cu — where the CTAs of a grid land, unclustered and in clusters of 2, 4, 8
-// (research probe for the decode grids: dev/gemm/NOTES.md, sixth session). Each CTA records
+// (research probe for the decode grids: dev/gemm/README.md, clusters). Each CTA records
 // %smid and stays resident (spins ~50 us) so that all CTAs of the grid are co-resident; the host
 // prints, per launch, the SMs used, the TPCs used (smid / 2), CTAs sharing a TPC, and the
 // smallest and largest smid. Build and run: nvcc -arch=sm_90a -o placement dev/gemm/placement.cu -lcuda && ./placement

@@ -3,17 +3,15 @@
 # waits between them), occupancy (max active clusters), Nsight Compute sections for one launch,
 # and single-config timings against cuBLAS. Logs under $OUT. Usage:
 #   bash dev/gemm/profile.sh [M N K] [cfg]     (NOVARIANTS=1: skip the variant timings)
-set -uo pipefail
+# cfg is a gemm_dev --cfg (hooks included: ...,WAIT=1 or ...,NOTIFY=1,X_NOTIFY_SYS=1 profiles a
+# hook's kernel; X_NAME=v compiles the kernel with -DWEFT_GEMM_NAME=v). NCU_KERNELS (a regex,
+# default weft_gemm), NCU_COUNT and NCU_LINES shape the Nsight Compute part.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}
-mkdir -p "$out/cubin"
-rm -f "$out"/cubin/*
 M=${1:-8192} N=${2:-8192} K=${3:-8192}
 cfg=${4:-BM=128,BN=256,ST=4,CL=2,EPI=2,G=8}
-nvidia-smi -L > "$out/machine.txt" 2>&1
-nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
-  > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }
+source "$(dirname "$0")/gemm_dev_build.sh"
+mkdir -p "$out/cubin"
+rm -f "$out"/cubin/*
 G="$out/gemm_dev"
 GEMM_DEV_CUBIN_DIR="$out/cubin" timeout 120 $G --m $M --n $N --k $K --cfg "$cfg" --check > "$out/one.log" 2>&1
 cat "$out/one.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Median over runs of weft-bench gemm's JSON tables (dev/gemm/final_tables.sh, hooks_runs.sh): a
+"""Median over runs of weft-bench gemm's JSON tables (dev/gemm/tables.sh, hooks_runs.sh): a
 run's 20-30 interleaved samples still move a ratio about 1% between runs (small decode shapes
 5-15%), so each shape's median over the runs is printed beside every run's figure.
 

@@ -1,5 +1,5 @@
-# torch.matmul alone on one GPU, for a weft-bench gemm figure to stand beside (2026-11-26: is
-# torch's cuBLAS faster than weft-bench's on the AG+GEMM shapes?). bf16, torch.randn inputs,
+# torch.matmul alone on one GPU, for a weft-bench gemm figure to stand beside (is torch's cuBLAS
+# faster than weft-bench's on the AG+GEMM shapes?). bf16, torch.randn inputs,
 # B [K, N] ("kn") and the transposed view of an [N, K] tensor ("nk"); 5 warm-up calls, then the
 # median of 20 samples of 10 calls timed by CUDA events.
 #   python3 dev/gemm/torch_matmul.py [M,N,K ...]

@@ -1,7 +1,7 @@
 /*
- * dev/overlap/ag_gemm_dev.c — research driver for AG+GEMM (issue 5), before the op exists in the
+ * dev/overlap/ag_gemm_dev.c — reference driver for AG+GEMM, its protocol built outside the
  * library: the copy-engine AllGather with one signal per rank chunk, overlapped with
- * kernels/gemm.cu waiting per tile (HOOK_WAIT), against NCCL AllGather then cuBLAS in the same
+ * kernels/gemm/gemm.cu waiting per tile (HOOK_WAIT), against NCCL AllGather then cuBLAS in the same
  * run, on the same random data.
  *
  *   weftrun -n N build/dev/overlap/ag_gemm_dev [-s M,N,K]... [-n samples] [-w warmup]
@@ -153,7 +153,7 @@ static int shape(ctx_t *x, const int *s) {
 }
 
 int main(int argc, char **argv) {
-  /* DESIGN.md's AG+GEMM table (M, N, K of the whole layer) */
+  /* weft-bench ag_gemm's default shapes (tools/bench_overlap.c: M, N, K of the whole layer) */
   static const int def[][3] = {{8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192},
                                {8192, 53248, 16384}, {8192, 29568, 8192}};
   ctx_t x;

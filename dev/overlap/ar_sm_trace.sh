@@ -4,8 +4,10 @@
 # copies or sums, and releases) and runs `weft-bench gemm_ar -a sm` at WEFT_COMM_SMS = SMS
 # (default 16) consumer SMs, 2 ranks, on SHAPE (default 8192,4096,128). Logs under $OUT.
 # Device tool, 2+ GPUs:   [SMS=16] [SHAPE=M,N,K] bash dev/overlap/ar_sm_trace.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 tree=/tmp/weft-artrace
 variant_tree "$tree" kernels/gemm_ar.cu WEFT_GEMM_AR_TRACE 1 || exit 1
 variant_build "$tree" "$out/build.log" weft-bench weftrun || { tail -20 "$out/build.log"; exit 1; }

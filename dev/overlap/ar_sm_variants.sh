@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # GEMM + AllReduce's SM form (kernels/gemm_ar.cu) against variants: each variant
-# depth:pieceKiB:share of VARIANTS (default "4:128:2 4:128:3 4:512:3") sets WEFT_COPY_DEPTH
-# (include/weft/shmem.cuh), GEMM_AR_PIECE_BYTES and GEMM_AR_SCATTER_SHARE (src/ops/gemm_ar.c)
-# in its own copy of the tree (the reducers' in-flight counts follow the world size since
-# 2026-11-25 stop 21; before, variants "4:128:8x2:3"-style set them too);
+# depth:pieceKiB:share of VARIANTS (default "4:512:2 4:128:2 4:512:3": the tree's values, then
+# smaller pieces, then a third of the blocks scattering) sets WEFT_COPY_DEPTH
+# (include/weft/shmem.cuh), GEMM_AR_PIECE_BYTES and GEMM_AR_SCATTER_SHARE (src/ops/gemm_ar.c) in
+# its own copy of the tree (the reducers' in-flight counts follow the world size: gemm_ar.c);
 # `weft-bench gemm_ar -a sm` then runs for each at WEFT_COMM_SMS = SMS (default "8 16") consumer
-# SMs, 2 ranks, on k = 128 (the AllReduce alone, nearly) and TP=2 shapes.
-# Logs under $OUT. Device tool, 2+ GPUs:   bash dev/overlap/ar_sm_variants.sh
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
-variants=${VARIANTS:-4:128:2 4:128:3 4:512:3}
+# SMs, 2 ranks, on k = 128 (the AllReduce alone, nearly) and two TP=2 shapes. Logs under $OUT.
+# Device tool, 2+ GPUs:   [VARIANTS="d:p:s ..."] [SMS="8 16"] bash dev/overlap/ar_sm_variants.sh
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
+variants=${VARIANTS:-4:512:2 4:128:2 4:512:3}
 for v in $variants; do
   IFS=: read -r depth piece share <<< "$v"
   tree=/tmp/weft-arsm-${v//:/-}

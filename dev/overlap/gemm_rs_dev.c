@@ -1,6 +1,6 @@
 /*
- * dev/overlap/gemm_rs_dev.c — research driver for GEMM+RS (issue 5), before the op exists in the
- * library: kernels/gemm.cu notifying per output segment (HOOK_NOTIFY: one counter per rank's
+ * dev/overlap/gemm_rs_dev.c — reference driver for GEMM+RS, its protocol built outside the
+ * library: kernels/gemm/gemm.cu notifying per output segment (HOOK_NOTIFY: one counter per rank's
  * M/ws rows), the copy engines sending each finished segment to its owner as soon as its counter
  * is complete, and the owner's reduction after its own GEMM; against cuBLAS then NCCL
  * ReduceScatter in the same run, on the same random data.
@@ -196,7 +196,7 @@ static int shape(ctx_t *x, const int *s) {
 }
 
 int main(int argc, char **argv) {
-  /* DESIGN.md's GEMM+RS table (M, N, K of the whole layer) */
+  /* weft-bench gemm_rs's default shapes (tools/bench_overlap.c: M, N, K of the whole layer) */
   static const int def[][3] = {{8192, 4096, 11008}, {8192, 4096, 14336}, {8192, 8192, 28672},
                                {8192, 16384, 53248}, {8192, 8192, 29568}};
   ctx_t x;

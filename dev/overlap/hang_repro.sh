@@ -2,12 +2,9 @@
 # Runs hang_probe (one overlapped call, its signal words read every second) on the cases given as
 # "op M N K algo" lines on stdin, each at the world sizes in $RANKS on shared GPUs; logs under $OUT.
 #   RANKS="2 3" bash dev/overlap/hang_repro.sh < cases
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache} WEFT_TIMEOUT_MS=${WEFT_TIMEOUT_MS:-8000}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../device/env.sh"
+export WEFT_TIMEOUT_MS=${WEFT_TIMEOUT_MS:-8000}
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
   cmake --build build -j "$(nproc)" --target hang_probe weftrun >> "$out/build.log" 2>&1 ||
   { tail -30 "$out/build.log"; exit 1; }

@@ -3,14 +3,12 @@
 # from two libraries in one call: the parent ($1, a directory, e.g. `git archive <rev> | tar -x -C
 # ab_old`) and the working tree, old then new then old then new, each beside its own cuBLAS +
 # NCCL, at NP ranks (default 2), m in MS (default "160 288 416") x a short and a long layer of
-# DESIGN.md's tables, B as LAYOUT (default nk). Logs under $OUT; the data rows last.
-set -uo pipefail
+# weft-bench's default shapes, B as LAYOUT (default nk). Logs under $OUT; the data rows last.
+#   [NP=2] [MS="160 288 416"] [LAYOUT=nk] bash dev/overlap/mid_m_ab.sh <old tree or commit>
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-cd "$(dirname "$0")/../.."
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
+source "$(dirname "$0")/../device/env.sh"
 old=$1
-source dev/builds.sh
+source dev/device/trees.sh
 ab_trees "$old" "$out" weft-bench weftrun
 np=${NP:-2}
 for op in ag_gemm gemm_rs gemm_ar; do

@@ -1,6 +1,6 @@
 /*
  * dev/overlap/overlap_dev.h — what the overlap research drivers share: exit-on-error checks,
- * bf16 conversions, random fills, TMA maps for kernels/gemm.cu, and the host-side medians and
+ * bf16 conversions, random fills, TMA maps for kernels/gemm/gemm.cu, and the host-side medians and
  * errors. Dev tooling only (exit on error).
  */
 #ifndef WEFT_OVERLAP_DEV_H
@@ -82,7 +82,7 @@ static void encode(CUtensorMap *m, void *p, uint64_t inner, uint64_t outer, uint
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
 
-/* kernels/gemm.cu as the drivers use it: BM=128 BN=256, 4 stages, 2x1 clusters, bf16. */
+/* kernels/gemm/gemm.cu as the drivers use it: BM=128 BN=256, 4 stages, 2x1 clusters, bf16. */
 enum { GEMM_BM = 128, GEMM_BN = 256, GEMM_CL = 2 };
 #define GEMM_SMEM (4 * (GEMM_BM * 64 * 2 + GEMM_BN * 64 * 2) + 2 * 2 * 8192 + 16 * 4 + 112 + 1024)
 
@@ -94,7 +94,7 @@ static weft_kernel_t *gemm_load(weft_comm_t *comm, const char *const *extra, int
   int n = 5;
   for (int i = 0; i < nextra && n < 12; i++) opts[n++] = extra[i];
   weft_kernel_t *k;
-  W(weft_module_load_embedded(comm, "kernels/gemm.cu", opts, n, mod));
+  W(weft_module_load_embedded(comm, "kernels/gemm/gemm.cu", opts, n, mod));
   W(weft_module_get_kernel(*mod, "weft_gemm", &k));
   return k;
 }
@@ -107,7 +107,8 @@ typedef struct gemm_hooks {
   int notify_rows;
 } gemm_hooks_t;
 
-/* C[M, N] = A[M, K] B[N, K]^T with the maps of encode(); hooks as compiled in. */
+/* C[M, N] = A[M, K] B[N, K]^T with the maps of encode(); hooks as compiled in. The arguments
+ * follow kernels/gemm/gemm.cu's weft_gemm parameter list, all 39 of them. */
 static void gemm_launch(weft_comm_t *comm, weft_kernel_t *k, int sms, CUtensorMap *ta,
                         CUtensorMap *tb, CUtensorMap *tc, CUdeviceptr c, int M, int N, int K,
                         const gemm_hooks_t *h, CUstream s) {
@@ -126,9 +127,21 @@ static void gemm_launch(weft_comm_t *comm, weft_kernel_t *k, int sms, CUtensorMa
   float *ws = NULL;
   unsigned *ctr = NULL;
   void *err = (void *)(uintptr_t)comm->error_dev;
-  long long ldc = N;
-  void *args[] = {ta,     tb,       tc,      &cptr,  &M,  &N,  &K,   &table, &rot, &sig,
-                  &wrows, &expected, &timeout, &notify, &nrows, &ws, &ctr, &one, &err, &ldc};
+  long long ldc = N, peer_stride = 0;
+  /* the parameters of the forms the drivers do not compile in (split tail, LL epilogue, own rows
+   * of A, the AllReduce epilogues, the partial-row A map): neutral values, A's map for the maps */
+  int tail = 0, ll_rank = 0, ll_world = 1, own_row0 = 0, own_rows = 0, ar_row0 = 0, ar_rows = 0;
+  int ar_chunk = 1, a_tail_rows = 0;
+  const unsigned long long *ll_epoch = NULL, *ar_flags = NULL;
+  unsigned long long ll_slot = 0, ar_slot = 0;
+  const char *ar_staging = NULL;
+  char *ar_c = NULL;
+  void *args[] = {ta,       tb,       tc,          &cptr,    &M,          &N,       &K,
+                  &table,   &rot,     &sig,        &wrows,   &expected,   &timeout, &notify,
+                  &nrows,   &ws,      &ctr,        &one,     &err,        &ldc,     &peer_stride,
+                  &tail,    &ll_epoch, &ll_slot,   &ll_rank, &ll_world,   ta,       &own_row0,
+                  &own_rows, ta,      &ar_staging, &ar_slot, &ar_flags,   &ar_row0, &ar_rows,
+                  &ar_chunk, &ar_c,   ta,          &a_tail_rows};
   W(weft_kernel_launch(k, &cfg, args, (weft_stream_t)s));
 }
 

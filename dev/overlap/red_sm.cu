@@ -1,6 +1,6 @@
 /*
- * red_sm.cu — how fast GEMM + AllReduce's SM reducers can sum on a few blocks (issue 5): the
- * trace (dev/overlap/NOTES.md, stop 20) had weft_red_sum_range move ~6 GB/s a block inside the
+ * red_sm.cu — how fast GEMM + AllReduce's SM reducers can sum on a few blocks: the consumer's
+ * trace (ar_sm_trace.sh, README.md) had weft_red_sum_range move ~6 GB/s a block inside the
  * consumer, where one block pushes ~44 GB/s over NVLink (dev/collectives/nvlink_sm.cu). This runs
  * the same function alone, in the consumer's shape, so the two can be told apart: GPU 0's blocks
  * sum two local bf16 sources (its partial and the peer's staged copy) into 32 MiB of sums, in

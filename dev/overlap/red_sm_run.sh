@@ -3,8 +3,10 @@
 # each; default: GEMM+AR's reducers at 2 ranks, then the reducing kernels of kernels/reduce.cu)
 # and runs each: the sum loop's speed on few blocks, alone. Device tool, 2 GPUs:
 #   bash dev/overlap/red_sm_run.sh     (log: $OUT/red_sm.log)
-set -uo pipefail
-source "$(dirname "$0")/../variant.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/../device/env.sh"
+source dev/device/trees.sh
+machine_txt
 variants=${VARIANTS:-4:2:256:8 1:8:512:4}
 for v in $variants; do
   IFS=: read -r u b th pu <<< "$v"

@@ -3,12 +3,8 @@
 # (stdin, "op M N K algo" lines; RANKS world sizes), the planted-hang test, test_abort and the
 # random-shape test (SHAPES cases per op) at each of RANKS; logs under $OUT.
 #   RANKS="2 3" SHAPES=20 bash dev/overlap/shared_gpu_check.sh < cases
-set -uo pipefail
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../device/env.sh"
 t0=$(date +%s)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
   cmake --build build -j "$(nproc)" --target weftrun hang_probe gpu_test_hang_report \

@@ -37,7 +37,7 @@
 #define WEFT_A2A_MAX_SLICES 32              /* blocks per pair (<= WEFT_A2A_UNITS) */
 /* bytes per block aimed at (stores): a block pushes ~40 GB/s, so 256 KiB slices left calls of
  * 256 KiB-2 MiB on 1-8 blocks (13-16 us at 2 ranks against 11-13.5 with 32 or 64 KiB, h200-x2,
- * dev/collectives/NOTES.md) */
+ * dev/collectives/README.md) */
 #define WEFT_A2A_SLICE_BYTES (32ull << 10)
 #define WEFT_A2A_LL_SLICE_BYTES (8ull << 10) /* LL: payload bytes per block (2 lines a thread) */
 #define WEFT_A2A_SLICE_ALIGN 4096ull        /* slice starts, from the chunk's start (whole LL

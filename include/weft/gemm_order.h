@@ -1,6 +1,6 @@
 /*
  * weft/gemm_order.h — the order in which a persistent GEMM visits its output tiles, shared by
- * host C (tables, tests) and device code (kernels/gemm.cu computes the grouped order on the fly).
+ * host C (tables, tests) and device code (kernels/gemm/gemm.cu computes the grouped order on the fly).
  *
  * Tiles form a tiles_m x tiles_n grid (row-major tile index = tm * tiles_n + tn). Every function
  * here maps a position p in [0, tiles_m * tiles_n) to a tile, and each is a permutation of the
@@ -30,7 +30,7 @@ WEFT_GEMM_ORDER_HD void weft_gemm_order_grouped(int p, int tiles_m, int tiles_n,
   /* One group (decode-sized m) of 1, 2, 4 or 8 tile-rows: shifts, no division. A runtime
    * division is ~15 dependent instructions on the GEMM producer's path to its first load: the
    * divisions of this order and of the split's k range cost 0.3-1.0 us of a 10-15 us decode GEMM
-   * on H100 (dev/gemm/NOTES.md). */
+   * on H100 (dev/gemm/README.md). */
   if (tiles_m == group && (tiles_m & (tiles_m - 1)) == 0) {
     int sh = 0;
     while ((1 << sh) < tiles_m) sh++;
@@ -84,7 +84,7 @@ WEFT_GEMM_ORDER_HD void weft_gemm_order_hilbert_d2xy(int bits, long long d, int 
 /* Fills table[0 .. tiles_m*tiles_n) with row-major tile indices (tm * tiles_n + tn) in Hilbert
  * order: the curve over the smallest power-of-two square covering the grid, skipping points
  * outside it. Returns the number written (tiles_m * tiles_n). O(4^bits): a host-side table
- * builder (kernels/gemm.cu reads such a table with -DWEFT_GEMM_ORDER_TABLE=1). */
+ * builder (kernels/gemm/gemm.cu reads such a table with -DWEFT_GEMM_ORDER_TABLE=1). */
 WEFT_GEMM_ORDER_HD int weft_gemm_order_hilbert_fill(int tiles_m, int tiles_n, int *table) {
   int bits = 0;
   while ((1 << bits) < tiles_m || (1 << bits) < tiles_n) bits++;

@@ -58,29 +58,35 @@ static __device__ __forceinline__ void weft_ll_store16(void *dst, unsigned d0, u
                "r"(d1), "r"(flag) : "memory");
 }
 
-/* Waits until both flags of the line equal flag; returns the 8 data bytes (d0 low, d1 high). */
-static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, unsigned flag) {
+/* Waits until both flags of the line equal flag; returns the 8 data bytes (d0 low, d1 high). op
+ * and peer (the rank whose line it is; -1: unknown) name the wait in a timeout's report. */
+static __device__ __forceinline__ weft_u64_t weft_ll_load16(const void *src, unsigned flag,
+                                                          const char *op = "ll_load16",
+                                                          int peer = -1) {
   unsigned d0, f0, d1, f1;
   weft_u64_t start = 0;
   for (unsigned spins = 0;; spins++) {
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1) : "l"(src) : "memory");
     if (f0 == flag && f1 == flag) return ((weft_u64_t)d1 << 32) | d0;
-    weft_spin_check(spins, &start, "ll_load16", -1, (const weft_u64_t *)src, WEFT_CMP_EQ, flag,
+    weft_spin_check(spins, &start, op, peer, (const weft_u64_t *)src, WEFT_CMP_EQ, flag,
                     f0 != flag ? f0 : f1);
   }
 }
 
-/* weft_ll_load16 of n <= LINES lines (line i at src + i * stride) into v[i]: each spin loads every
+/* weft_ll_load16 of n <= LINES lines (line i at src + i * stride, rank peer0 + i's where peer0 is
+ * not -1) into v[i]: each spin loads every
  * line not yet complete, all in flight before any flag is checked, so a reader of several
  * ranks' lines waits about one round trip after the last arrives, not one a line. (Template
  * parameters here are named as no user's -D macro would be: a module built with -DN=... once
  * broke on `template <int N>`.) */
 template <int LINES>
 static __device__ __forceinline__ void weft_ll_load16_n(const void *src, weft_u64_t stride, int n,
-                                                        unsigned flag, weft_u64_t v[LINES]) {
+                                                        unsigned flag, weft_u64_t v[LINES],
+                                                        const char *op = "ll_load16",
+                                                        int peer0 = -1) {
   if constexpr (LINES == 1) {
-    v[0] = weft_ll_load16(src, flag);
+    v[0] = weft_ll_load16(src, flag, op, peer0);
   } else {
     unsigned pending = (1u << n) - 1;
     weft_u64_t start = 0;
@@ -107,7 +113,8 @@ static __device__ __forceinline__ void weft_ll_load16_n(const void *src, weft_u6
         }
       if (!pending) return;
       const weft_u64_t *line = (const weft_u64_t *)((const char *)src + first * stride);
-      weft_spin_check(spins, &start, "ll_load16", -1, line, WEFT_CMP_EQ, flag, seen);
+      weft_spin_check(spins, &start, op, peer0 < 0 ? -1 : peer0 + first, line, WEFT_CMP_EQ, flag,
+                      seen);
     }
   }
 }

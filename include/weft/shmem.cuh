@@ -76,7 +76,7 @@ static __device__ __forceinline__ void weft_copy_group(char *dst, const char *sr
     uint4 *d = (uint4 *)(dst + head);
     const uint4 *s = (const uint4 *)(src + head);
     /* WEFT_COPY_DEPTH loads in flight per thread before the stores: one at a time leaves
-     * NVLink idle (a block moves ~44 GB/s with 32 KiB in flight, dev/collectives/NOTES.md). */
+     * NVLink idle (a block moves ~44 GB/s with 32 KiB in flight, dev/collectives/README.md). */
     const weft_u64_t step = WEFT_COPY_DEPTH * (weft_u64_t)stride;
     for (; v + step - stride < nv; v += step) {
       uint4 x[WEFT_COPY_DEPTH];

@@ -1,6 +1,6 @@
 /*
  * ag_gemm.c — weft_ag_gemm, AllGather + GEMM (weft.h): argument checks, the choice between the
- * overlapped and the sequential form, and the launches. The kernel is kernels/gemm.cu through
+ * overlapped and the sequential form, and the launches. The kernel is kernels/gemm/gemm.cu through
  * the GEMM launcher (gemm.h) with its per-tile wait. Shapes: a [m, k] per rank, a_gathered
  * [world * m, k] symmetric, b [n, k] or [k, n] (row stride ldb), c [world * m, n] (ldc).
  *
@@ -28,7 +28,7 @@
 #include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "weft/swizzle.h"
 
 weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
@@ -102,9 +102,8 @@ static weft_status_t ag_gemm_run(weft_comm_t *comm, const void *ctx, const weft_
                                  CUstream stream) {
   const ag_gemm_args_t *x = ctx;
   const weft_gemm_problem_t *p = x->p;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world, 0, 0);
-  if (p->n == 0 || p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "ag_gemm", &algo));
+  weft_algo_t algo;
+  WEFT_CHECK(weft_ops_form(comm, plan, "ag_gemm", p, 0, &algo));
   if (algo == WEFT_ALGO_COPY_ENGINE)
     return ag_gemm_overlapped(comm, p, plan, x->m, x->a, x->ag, x->b, x->c, stream);
   size_t bytes = (size_t)x->m * (size_t)p->k * weft_dtype_size(p->in);

@@ -17,10 +17,10 @@
 #include "weft/alltoall.h"
 
 #define A2A_THREADS 512
-/* AUTO's LL limit: bytes a rank pushes in all. On two H200s (2026-11-25, bench/results/
- * 2026-11-25-a2a-h200x2-lllimit.md) LL took 6.5 / 7.7 / 9.5 / 13.9 us at 256 KiB / 512 KiB / 1 MiB /
- * 2 MiB a rank, the SM form 9.9 / 10.1 / 10.7 / 12.4. At 4 and 8 ranks the same bytes pushed: a
- * model, not measured. */
+/* AUTO's LL limit: bytes a rank pushes in all. On two H200s (2026-11-25,
+ * bench/results/2026-11-26-collectives-h200x2.md, "AllToAll(v): where LL lines stop paying") LL
+ * took 6.5 / 7.7 / 9.5 / 13.9 us at 256 KiB / 512 KiB / 1 MiB / 2 MiB a rank, the SM form 9.9 /
+ * 10.1 / 10.7 / 12.4. At 4 and 8 ranks the same bytes pushed: a model, not measured. */
 #define A2A_LL_AUTO_PUSH (512u << 10)
 
 weft_status_t weft_alltoall_init(weft_comm_t *comm) {

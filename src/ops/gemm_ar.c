@@ -9,14 +9,14 @@
  *     overlapped GEMM + ReduceScatter, its reduction storing this rank's segment into every
  *     rank's c (weft_gemm_rs_allreduce: the AllGather fused into the reduction's stores, which
  *     beat a ReduceScatter then an AllGather, and a reduction on a few SMs beside a last GEMM
- *     launch of the own segment, on 4 H200s: dev/overlap/NOTES.md), or, where gemm_rs.c takes
+ *     launch of the own segment, on 4 H200s: dev/overlap/README.md), or, where gemm_rs.c takes
  *     it, the GEMM's epilogue reducing the own segment tile by tile (WEFT_GEMM_AR_OWN). Where
  *     that form cannot take the GEMM (split-K), the sequential form.
  *   (The SM form: 64 MB all-reduced in 0.32 ms on 16 SMs beside a near-empty GEMM at 2 ranks,
- *   H100, against NCCL's 0.25 ms: dev/overlap/NOTES.md. AUTO keeps the copy engine.)
+ *   H100, against NCCL's 0.25 ms: dev/overlap/README.md. AUTO keeps the copy engine.)
  *   two-shot epilogue (AUTO's for small m where it takes the shape: one row of unclustered
  *     128-row tiles, unsplit (weft_gemm_config_unsplit), 16-bit C): the whole AllReduce inside
- *     the GEMM's epilogue (kernels/gemm.cu, WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the
+ *     the GEMM's epilogue (kernels/gemm/config.cuh, WEFT_GEMM_AR_COLS). Rank q owns a q-th share of the
  *     tile columns; a tile of another rank's share is stored into that rank's staging slot of
  *     this rank (GEMM_AR_STAGING_BYTES of the heap) and counted on its arrival word; an own tile
  *     (the rank's share comes last in its order) waits for its peers' partials, adds them to its
@@ -27,7 +27,7 @@
  *     sequential form's AllReduce kernel around the same two-shot traffic: its launch, its read
  *     of the partial product, its LL128 lines.
  *   LL (where it takes the shape: a GEMM the direct-store kernel runs, C within the LL area): the
- *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm.cu,
+ *     GEMM's epilogue pushes C as LL lines into every rank's LL area (kernels/gemm/config.cuh,
  *     WEFT_GEMM_LL), then weft_reduce_ll_sum sums them into c: no handshake, no second pass over
  *     C. Not AUTO's: on two H100s (2026-11-25) it ran at the sequential form's time on the
  *     M = 128 shapes: a decode GEMM's tiles all finish together, so the pushes hide behind
@@ -51,7 +51,7 @@
 #include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
 #define GEMM_AR_ITEMS 16384   /* arrival counters: pieces of all slices of one call */
@@ -62,7 +62,7 @@
  * and 11008; 8 and 16 SMs) and were within 1% on 8192 x 8192 x 28672 (H100 x2, 2026-11-25). */
 #define GEMM_AR_PIECE_BYTES (512u << 10)
 /* One in GEMM_AR_SCATTER_SHARE of the consumer's blocks scatter, the others reduce (with 512 KB
- * pieces, 2 beat 3 by 1-33% on the same runs: dev/overlap/NOTES.md) */
+ * pieces, 2 beat 3 by 1-33% on the same runs: dev/overlap/README.md) */
 #define GEMM_AR_SCATTER_SHARE 2
 /* The two-shot epilogue's words: an arrival word per tile column, then the done word (n up to
  * 4095 tiles of 64 columns) */
@@ -252,9 +252,8 @@ static weft_status_t gemm_ar_run(weft_comm_t *comm, const void *ctx, const weft_
   void *c = x->c, *workspace = x->workspace;
   int world = comm->local_world;
   size_t count = (size_t)p->m * (size_t)p->n;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 1, (long long)p->n * p->k);
-  if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "gemm_ar", &algo));
+  weft_algo_t algo;
+  WEFT_CHECK(weft_ops_form(comm, plan, "gemm_ar", p, 1, &algo));
   if (p->k && (plan->algo == WEFT_ALGO_TWO_SHOT || plan->algo == WEFT_ALGO_AUTO)) {
     weft_gemm_config_t cfg;
     if (gemm_ar_cols_takes(comm, p, plan, c, &cfg))

@@ -1,6 +1,6 @@
 /*
  * gemm_rs.c — weft_gemm_rs, GEMM + ReduceScatter (weft.h): argument checks, the choice between
- * the overlapped and the sequential form, and the launches of kernels/gemm.cu (through the GEMM
+ * the overlapped and the sequential form, and the launches of kernels/gemm/gemm.cu (through the GEMM
  * launcher, with its per-tile notify) and kernels/gemm_rs.cu. weft_gemm_ar (gemm_ar.c) reuses
  * both. Shapes: a [m, k] (lda), b [n, k] or [k, n] (ldb), c [m / world, n] contiguous; segment q
  * is rows [q * m / world, (q + 1) * m / world).
@@ -32,11 +32,11 @@
  * reduction instead, tile by tile as the segment (computed last) is computed: the peers'
  * partials are copied in chunks of a raster group's rows (two or more a segment), each counted
  * on the arrival flag as it lands, an own tile waits for its chunk, adds the partials to its
- * accumulators and stores the sums into every rank's c (kernels/gemm.cu, WEFT_GEMM_AR_OWN); the
+ * accumulators and stores the sums into every rank's c (kernels/gemm/config.cuh, WEFT_GEMM_AR_OWN); the
  * kernel after the GEMM is then only the handshake.
  *
  * The fused-scatter form (WEFT_ALGO_SM; Triton-distributed, §3.6, "Intra-node ReduceScatter with
- * Fusion"): no copy engine and no partial product here. The GEMM's epilogue (kernels/gemm.cu,
+ * Fusion"): no copy engine and no partial product here. The GEMM's epilogue (kernels/gemm/config.cuh,
  * WEFT_GEMM_SCATTER) stores each sub-tile of segment q straight into slot `rank` of rank q's
  * staging, in the same order, and adds 1 to rank q's arrival flag of this rank once the stores are
  * complete (.sys release); the reduction then waits for each peer's flag to count the whole
@@ -50,7 +50,7 @@
 #include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "weft/swizzle.h"
 
 #define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
@@ -211,7 +211,8 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
    * one group of 8 cluster rows, and the epilogue form 0.03-0.13 ms slower than the reduction
    * after the GEMM; with groups of 4 (the GEMM alone 0-0.6% slower) 4% faster on 8192x8192x28672
    * and x29568, 1-2% on x16384x53248, 1-3% slower on 8192x4096x11008 (H200s, 2026-11-26,
-   * bench/results/2026-11-26q-stop29.md). At 2 ranks 1-5% faster on all five M = 8192 shapes. */
+   * bench/results/2026-11-27-tp-overlap-h200x4.md, "Raster groups of 4 at 4 ranks"). At 2 ranks
+   * 1-5% faster on all five M = 8192 shapes. */
   int ctile = cfg.bm * cfg.cluster;
   int epi = push && !cfg.splitk && p->out != WEFT_DTYPE_FP32 && seg_rows % ctile == 0 &&
             seg % 16 == 0 && (uintptr_t)c % 16 == 0; /* (c: tm_c_all's base, 16-byte aligned) */
@@ -238,8 +239,9 @@ static weft_status_t gemm_rs_overlapped(weft_comm_t *comm, const weft_gemm_probl
      * loads in flight in 48 registers): where tiles are longer they take the sums off the
      * consumers, where shorter the consumers wait for them. Their sums grow with the world, the
      * tile with k: 4 ranks, k per rank 13312 1-3% faster, 7168-7392 10-15% slower (h200-x4,
-     * 2026-11-26, bench/results/2026-11-26s-stop31.md sections 3 and 6); 2 ranks 7168 2-3%
-     * faster, 5504 2-3% slower (h200-x2, bench/results/2026-11-26w-stop35.md section 5). */
+     * 2026-11-26, bench/results/2026-11-27-tp-overlap-h200x4.md, "The own segment's sums by
+     * summers"); 2 ranks 7168 2-3% faster, 5504 2-3% slower (h200-x2,
+     * bench/results/2026-11-27-tp-overlap-h200x2.md, "GEMM+AR's summers at 2 ranks (A/B)"). */
     h.ar_summers = p->k >= GEMM_AR_SUMMERS_K_PER_RANK * world;
   }
   WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before the side stream waits for it */
@@ -317,9 +319,8 @@ static weft_status_t gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_
                                      const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
   if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
-  weft_algo_t algo = weft_ops_overlap_algo(plan->algo, p->m, world, 0, 0);
-  if (p->k == 0) algo = WEFT_ALGO_SEQUENTIAL; /* zeros: nothing to overlap */
-  WEFT_CHECK(weft_ops_engine_form(comm, plan->algo, "gemm_rs", &algo));
+  weft_algo_t algo;
+  WEFT_CHECK(weft_ops_form(comm, plan, "gemm_rs", p, 0, &algo));
   int done = 0;
   if (algo == WEFT_ALGO_COPY_ENGINE)
     WEFT_CHECK(gemm_rs_overlapped(comm, p, plan, a, b, c, workspace, 0, stream, &done));

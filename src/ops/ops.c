@@ -9,7 +9,7 @@
 #include "../runtime/module.h"
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 
 static const struct {
   const char *name;

@@ -7,8 +7,9 @@
  * AllReduce's push two-shot) are launched for programmatic dependent launch and begin with
  * weft_pdl_begin (weft/sync.cuh), and the GEMM lets its successor be scheduled from its start:
  * a call's launch hides behind the stream's previous kernel (2 H200s, 2026-11-26: 0.3-1.2 us a
- * call, 5-20% from 8 B to 512 KiB; GEMM + AllReduce at m = 128 1-2 us: bench/results/
- * 2026-11-26p-stop28.md).
+ * call, 5-20% from 8 B to 512 KiB, bench/results/2026-11-26-collectives-h200x2.md,
+ * "Programmatic dependent launch of the small-message kernels (A/B)"; GEMM + AllReduce at m = 128 1-2 us,
+ * bench/results/2026-11-27-tp-overlap-h200x2.md, "The early trigger").
  */
 #ifndef WEFT_OPS_H
 #define WEFT_OPS_H

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "../runtime/comm.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "ops.h"
 
 typedef struct plan_trial {
@@ -86,6 +86,14 @@ weft_status_t weft_ops_plan(weft_comm_t *comm, weft_algo_t algo, const char *op,
   WEFT_CHECK(weft_autotune(comm, key, name, n, plan_run, &t, stream, &best));
   if (best >= 0) *plan = plans[best];
   return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_ops_form(weft_comm_t *comm, const weft_ops_plan_t *plan, const char *op,
+                            const weft_gemm_problem_t *p, int allreduce, weft_algo_t *algo) {
+  *algo = weft_ops_overlap_algo(plan->algo, p->m, comm->local_world, allreduce,
+                                (long long)p->n * p->k);
+  if (p->n == 0 || p->k == 0) *algo = WEFT_ALGO_SEQUENTIAL; /* zeros or nothing: no overlap */
+  return weft_ops_engine_form(comm, plan->algo, op, algo);
 }
 
 weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, const char *op,

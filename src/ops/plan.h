@@ -63,8 +63,8 @@ void weft_ops_gemm_config(weft_comm_t *comm, const weft_gemm_problem_t *p,
  * ReduceScatter, so a long GEMM hides it from half the rows (weft_ops_overlap_algo): from n x k
  * a rank of this many elements (4 H200s, m = 2048, 8192 x 28672: 0.442 ms overlapped against
  * 0.497; 2 H200s, m = 1024: 0.383 against 0.391; the 4096 x 11008 layer at the same m, 11 and 23
- * million a rank: 1.21x and 1.33x slower overlapped; bench/results/2026-11-26t-stop32.md
- * section 9) */
+ * million a rank: 1.21x and 1.33x slower overlapped; bench/results/2026-11-27-tp-overlap-h200x4.md,
+ * "Where overlap starts to win: WEFT_OVERLAP_MIN_ROWS") */
 #define WEFT_OPS_AR_LONG_NK (32ll << 20)
 
 /* AUTO's choice for an overlapped op whose C has `rows` rows over `world` ranks (weft.h,
@@ -86,6 +86,13 @@ static inline weft_algo_t weft_ops_overlap_algo(weft_algo_t algo, long long rows
  * gets WEFT_STATUS_NOT_SUPPORTED saying why. */
 weft_status_t weft_ops_engine_form(weft_comm_t *comm, weft_algo_t requested, const char *op,
                                    weft_algo_t *algo);
+
+/* The form one call of an overlapped op runs in, decided here and nowhere else: the plan's
+ * algorithm, AUTO resolved by weft_ops_overlap_algo (allreduce: GEMM + AllReduce's rule, from
+ * p's n x k), the sequential form where the GEMM has nothing to overlap (n or k 0), and the
+ * copy-engine form only where it can run (weft_ops_engine_form). */
+weft_status_t weft_ops_form(weft_comm_t *comm, const weft_ops_plan_t *plan, const char *op,
+                            const weft_gemm_problem_t *p, int allreduce, weft_algo_t *algo);
 
 /* Resource partition (Triton-distributed, §3.8): the SMs an SM-side communication kernel takes from
  * a GEMM that runs beside it on the others. The GEMM is persistent, m x n in tiles of tile_m x

@@ -31,10 +31,11 @@
  * at 128/256 MB against the SM pull's 288 at 64 MB and NCCL's 220-229; pipelined, it still
  * took 875 us at 256 MB on 4 ranks against the pull's 650, h200-x4 2026-11-26). */
 #define RED_LL_AUTO_PUSH (2u << 20)
-/* ReduceScatter where its SM form pushes (a segment within the push staging, red_push2 below):
- * LL while each rank pushes at most this much. h200-x4, 2026-11-26 (bench/results/
- * 2026-11-26r-stop30.md section 9), us, LL / pushes: 4 ranks 1 MB total 10.1 / 12.7, 2 MB
- * 15.0 / 15.0, 4 MB 26.5 / 20.5; 2 ranks 1 MB 7.5 / 8.8, 2 MB 11.3 / 10.2, 4 MB 18.2 / 13.6. */
+/* ReduceScatter where its SM form pushes (a segment within the push staging, red_push2 below): LL
+ * while each rank pushes at most this much. h200-x4, 2026-11-26
+ * (bench/results/2026-11-26-collectives-h200x4.md, "ReduceScatter by pushes"), us, LL / pushes: 4
+ * ranks 1 MB total 10.1 / 12.7, 2 MB 15.0 / 15.0, 4 MB 26.5 / 20.5; 2 ranks 1 MB 7.5 / 8.8, 2 MB
+ * 11.3 / 10.2, 4 MB 18.2 / 13.6. */
 #define RED_RS_LL_AUTO_PUSH (768u << 10)
 #define RED_STAGING_DEFAULT (64ull << 20)
 /* Copy-engine ReduceScatter: a segment in about this many rounds, so that the reductions of one
@@ -58,16 +59,16 @@
  * 8 / 16 / 32 / 64 MiB against the pulls' 21.4 / 37.9 / 62.4 / 100.6 / 182 / 340 (2 ranks: 4-8%
  * faster at 4-64 MiB). The limit is 32 MiB (an area of 64 MiB): at 32 MiB the pushes took 168.7 /
  * 169.2 us against the pulls' 177.7 / 179.5 and NCCL's 170.5-171.0 (h200-x4, 2026-11-26, 4 ranks,
- * bench/results/2026-11-26r-stop30.md section 10), 64 MiB was a tie. The ReduceScatter's pushes
- * share the area (segments up to a world-th of it). Slices of about RED_PUSH2_SLICE_BYTES of a
- * segment per block. */
+ * bench/results/2026-11-26-collectives-h200x4.md, "A 32 MiB push limit"), 64 MiB was a tie. The
+ * ReduceScatter's pushes share the area (segments up to a world-th of it). Slices of about
+ * RED_PUSH2_SLICE_BYTES of a segment per block. */
 #define RED_PUSH2_DEFAULT (32u << 20)
 #define RED_PUSH2_SLICE_BYTES (16u << 10)
 /* AllReduce two-shot in LL128 lines (weft_red_ll128) up to WEFT_ALLREDUCE_LL128_BYTES (default
  * RED_LL128_DEFAULT; its area is about 4.3 times that), the pushes above. h200-x4, 2026-11-26, 4
- * ranks (bench/results/2026-11-26q-stop29.md): 9.3 / 9.8 / 10.3 / 12.6 / 17.4 / 31.7 / 54.0 us at
- * 64 KiB / 256 KiB / 512 KiB / 1 / 2 / 4 / 8 MiB against the pushes' 17.0 / 17.1 / 17.6 / 18.8 /
- * 24.1 / 33.2 / 52.5. */
+ * ranks (bench/results/2026-11-26-collectives-h200x4.md, "AllReduce two-shot in LL128 lines"): 9.3
+ * / 9.8 / 10.3 / 12.6 / 17.4 / 31.7 / 54.0 us at 64 KiB / 256 KiB / 512 KiB / 1 / 2 / 4 / 8 MiB
+ * against the pushes' 17.0 / 17.1 / 17.6 / 18.8 / 24.1 / 33.2 / 52.5. */
 #define RED_LL128_DEFAULT (4u << 20)
 /* AUTO's AllReduce: LL below this many bytes, the LL128 two-shot from here up to its limit. Same
  * runs: 4 ranks LL 10.8-11.1 us at 512 KiB, 16.7 at 1 MiB; 2 ranks LL 6.2 / 7.8 / 11.5 / 18.5 us at

@@ -126,7 +126,12 @@ weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *fi
   snprintf(text, sizeof text, "%s: %s (%s:%d)", weft_get_error_string(status), msg, base, line);
   snprintf(thread_last_error, sizeof thread_last_error, "%s", text);
   if (comm) weft_comm_set_last_error(comm, text);
-  weft_log(WEFT_LOG_LEVEL_WARN, file, line, "%s: %s", weft_get_error_string(status), msg);
+  /* A failure in the wake of a wait that timed out here or on another rank (a trapped context,
+   * an aborted communicator) is that failure again, which the watchdog says once per rank: it
+   * looks now, so that its line comes first, and this one is only recorded. */
+  if (comm && comm->error_host && comm->node_abort) weft_watchdog_check(comm);
+  if (!(comm && comm->aborted))
+    weft_log(WEFT_LOG_LEVEL_WARN, file, line, "%s: %s", weft_get_error_string(status), msg);
   return status;
 }
 

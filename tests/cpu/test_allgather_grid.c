@@ -11,20 +11,10 @@
 #include <stdio.h>
 
 #include "ops/ops.h"
-
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    checks++;                                                                             \
-    if (!(cond) && failures++ < 20) {                                                     \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                         \
-      printf(__VA_ARGS__);                                                                \
-      printf("\n");                                                                       \
-    }                                                                                     \
-  } while (0)
+#include "support.h"
 
 int main(void) {
+  test_fail_cap = 20;
   for (int world = 1; world <= WEFT_MAX_LOCAL_RANKS; world++)
     for (int sms = 1; sms <= 200; sms++)
       for (int e = 0; e <= 30; e++)
@@ -48,6 +38,6 @@ int main(void) {
             EXPECT(peers * s1 + l1 > (size_t)sms, "%s: %zu slices would fit", at, s1);
           }
         }
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  printf("%d checks, %d failures\n", test_checks, test_failures);
+  return test_failures ? 1 : 0;
 }

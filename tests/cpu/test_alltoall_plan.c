@@ -16,20 +16,7 @@
 
 #include "weft.h"
 #include "weft/alltoall.h"
-
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    checks++;                                                                             \
-    if (!(cond)) {                                                                        \
-      if (failures++ < 20) {                                                              \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-        printf(__VA_ARGS__);                                                              \
-        printf("\n");                                                                     \
-      }                                                                                   \
-    }                                                                                     \
-  } while (0)
+#include "support.h"
 
 static unsigned long long rng = 0x243F6A8885A308D3ull;
 static unsigned long long next(void) {
@@ -154,6 +141,7 @@ static void check_shift(weft_u64 dst, weft_u64 src, weft_u64 n) {
 }
 
 int main(void) {
+  test_fail_cap = 20;
   /* kernel parameters: the plan beside send, recv, inbox, ll, ll_slot, ll_below, elem and v,
    * within 4 KiB */
   EXPECT(sizeof(weft_a2a_plan_t) + 8 * 8 <= 4096, "the plan has %zu bytes", sizeof(weft_a2a_plan_t));
@@ -181,6 +169,6 @@ int main(void) {
     weft_u64 d = next() % (1ull << 40), a = next() % (1ull << 40);
     if ((d ^ a) & 15) check_shift(d, a, next() % (64ull << 20));
   }
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  printf("%d checks, %d failed\n", test_checks, test_failures);
+  return test_failures ? 1 : 0;
 }

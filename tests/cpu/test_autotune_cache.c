@@ -14,16 +14,7 @@
 
 #include "jit/jit.h"
 #include "ops/plan.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    printf((cond) ? "ok   " : "FAIL ");                                                   \
-    if (!(cond)) failures++;                                                              \
-    printf(__VA_ARGS__);                                                                  \
-    printf("\n");                                                                         \
-  } while (0)
+#include "support.h"
 
 /* The single entry file under dir/autotune (its path into out); 0 when there is not exactly one. */
 static int only_entry(const char *dir, char *out, size_t size) {
@@ -39,6 +30,7 @@ static int only_entry(const char *dir, char *out, size_t size) {
 }
 
 int main(void) {
+  test_show_ok = 1; /* a line for every check, passed or not */
   char dir[] = "/tmp/weft-test-autotune-XXXXXX";
   if (!mkdtemp(dir)) {
     perror("mkdtemp");
@@ -97,6 +89,6 @@ int main(void) {
   snprintf(sub, sizeof sub, "%s/autotune", dir);
   rmdir(sub);
   rmdir(dir);
-  printf("%s\n", failures ? "FAILED" : "ok");
-  return failures ? 1 : 0;
+  printf("%s\n", test_failures ? "FAILED" : "ok");
+  return test_failures ? 1 : 0;
 }

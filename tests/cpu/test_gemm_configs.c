@@ -1,5 +1,5 @@
 /*
- * test_gemm_configs.c — every specialisation of kernels/gemm.cu that weft_gemm's heuristic can
+ * test_gemm_configs.c — every specialisation of kernels/gemm/gemm.cu that weft_gemm's heuristic can
  * choose compiles under NVRTC for sm_90a, and the heuristic's choices keep the kernel's rules:
  * shapes from decode (m = 1) to the per-GPU shapes of DITRON's layers (Appendix C) at TP=4 and
  * TP=8, odd m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and
@@ -27,7 +27,7 @@
 #include "jit/embedded.h"
 #include "jit/jit.h"
 #include "gpu_models.h"
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 
 #define MAX_SPECS 2048
 
@@ -156,7 +156,7 @@ static void *worker(void *arg) {
     size_t size = 0;
     char *log = NULL;
     uint64_t t0 = weft_now_ns();
-    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, s->nopts + 2,
+    weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm/gemm.cu", opts, s->nopts + 2,
                                         &cubin, &size, &log);
     double secs = (double)(weft_now_ns() - t0) * 1e-9;
     if (st != WEFT_STATUS_SUCCESS) {
@@ -188,7 +188,7 @@ static void check_refused(void) {
   void *cubin = NULL;
   char *log = NULL;
   size_t size = 0;
-  weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm.cu", opts, n, &cubin, &size, &log);
+  weft_status_t st = weft_jit_compile(gemm_source, "kernels/gemm/gemm.cu", opts, n, &cubin, &size, &log);
   if (st == WEFT_STATUS_SUCCESS || !log || !strstr(log, "one output box wide"))
     fail("BM=64 BN=96 (a 48-column warpgroup tile) compiled for the TMA-store epilogue");
   else
@@ -355,9 +355,9 @@ int main(int argc, char **argv) {
     }
   }
   setenv("WEFT_CACHE_DISABLE", "1", 1);
-  const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm.cu");
+  const weft_embedded_file_t *f = weft_embedded_find("kernels/gemm/gemm.cu");
   if (!f) {
-    printf("FAIL kernels/gemm.cu is not embedded\n");
+    printf("FAIL kernels/gemm/gemm.cu is not embedded\n");
     return 1;
   }
   gemm_source = f->data;
@@ -493,7 +493,7 @@ int main(int argc, char **argv) {
   }
   /* two 128-row tile rows over 3/4 to all of the SMs in 64-column tiles: unclustered 128x64 tiles,
    * unsplit, up to 128 k-blocks; from 144 the 2x1 clusters with a split tail (both GPUs, both
-   * layouts of B; src/ops/gemm.c cites the measurements behind the rule) */
+   * layouts of B; src/ops/gemm/config.c cites the measurements behind the rule) */
   for (int i = 0; i < 8; i++) {
     int k = i & 1 ? 9216 : 8192, kmaj = (i >> 1) & 1;
     weft_gemm_problem_t pt = {256, 4096, k, k, kmaj ? k : 4096, 4096, WEFT_DTYPE_BF16,
@@ -503,7 +503,7 @@ int main(int argc, char **argv) {
       fail("256x4096: the two tile rows' 128x64 tiles moved (update the test)");
   }
   /* splits whose clusters the GPU cannot hold at once (30 of 4 CTAs, 15 of 8): half as many
-   * clustered, except 64-column tiles over long splits with fast memory (src/ops/gemm.c cites
+   * clustered, except 64-column tiles over long splits with fast memory (src/ops/gemm/config.c cites
    * the measurements behind the rule) */
   static const struct {
     int m, n, k, kmajor, fast, splits, clustered;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/comm.h"
+#include "support.h"
 
 enum { WORLD = 4 };
 
@@ -30,18 +31,8 @@ static int free_port(void) {
   return port;
 }
 
-static int fails;
-#define EXPECT(rank, what, got, want)                                                     \
-  do {                                                                                    \
-    weft_status_t g_ = (got);                                                             \
-    if (g_ != (want)) {                                                                   \
-      fails++;                                                                            \
-      printf("[%d] FAIL %s: got %s, want %s (%s)\n", rank, what, weft_get_error_string(g_), \
-             weft_get_error_string(want), weft_comm_get_last_error(comm));                \
-    }                                                                                     \
-  } while (0)
-
 static int run_rank(int rank, const char *addr) {
+  snprintf(test_context, sizeof test_context, "rank %d", rank);
   weft_comm_t *comm = calloc(1, sizeof *comm);
   pthread_mutex_init(&comm->error_lock, NULL);
   comm->rank = comm->local_rank = rank;
@@ -62,34 +53,29 @@ static int run_rank(int rank, const char *addr) {
   void *live = (void *)(uintptr_t)(comm->heap.mine + WEFT_SYNC_BYTES + off);
   void *p;
 
-  EXPECT(rank, "sizes differ on rank 2", weft_malloc(comm, rank == 2 ? 8192 : 4096, &p),
-         WEFT_STATUS_MISMATCH);
+  EXPECT_STATUS("sizes differ on rank 2", weft_malloc(comm, rank == 2 ? 8192 : 4096, &p),
+                WEFT_STATUS_MISMATCH);
   /* Rank 3's heap is full (a local block no other rank has): it cannot serve a size the
    * others can. */
   uint64_t filler = 0;
   if (rank == 3) weft_suballoc_alloc(&comm->heap.alloc, (1u << 20) - 8192, &filler);
-  EXPECT(rank, "rank 3 cannot serve it", weft_malloc(comm, 65536, &p),
-         rank == 3 ? WEFT_STATUS_OUT_OF_MEMORY : WEFT_STATUS_REMOTE_ERROR);
+  EXPECT_STATUS("rank 3 cannot serve it", weft_malloc(comm, 65536, &p),
+                rank == 3 ? WEFT_STATUS_OUT_OF_MEMORY : WEFT_STATUS_REMOTE_ERROR);
   if (rank == 3) weft_suballoc_free(&comm->heap.alloc, filler);
-  EXPECT(rank, "every rank asks too much", weft_malloc(comm, 2u << 20, &p),
-         WEFT_STATUS_OUT_OF_MEMORY);
-  EXPECT(rank, "rank 1 frees while others allocate",
-         rank == 1 ? weft_free(comm, live) : weft_malloc(comm, 4096, &p), WEFT_STATUS_MISMATCH);
-  if (weft_suballoc_used(&comm->heap.alloc) != 4096) {
-    fails++;
-    printf("[%d] FAIL the heap changed: %llu bytes in use\n", rank,
-           (unsigned long long)weft_suballoc_used(&comm->heap.alloc));
-  }
+  EXPECT_STATUS("every rank asks too much", weft_malloc(comm, 2u << 20, &p),
+                WEFT_STATUS_OUT_OF_MEMORY);
+  EXPECT_STATUS("rank 1 frees while others allocate",
+                rank == 1 ? weft_free(comm, live) : weft_malloc(comm, 4096, &p),
+                WEFT_STATUS_MISMATCH);
+  EXPECT(weft_suballoc_used(&comm->heap.alloc) == 4096, "the heap changed: %llu bytes in use",
+         (unsigned long long)weft_suballoc_used(&comm->heap.alloc));
   /* Every rank agrees: the free goes through everywhere. */
-  EXPECT(rank, "agreed free", weft_free(comm, live), WEFT_STATUS_SUCCESS);
-  if (weft_suballoc_used(&comm->heap.alloc) != 0) {
-    fails++;
-    printf("[%d] FAIL agreed free left the heap in use\n", rank);
-  }
+  EXPECT_STATUS("agreed free", weft_free(comm, live), WEFT_STATUS_SUCCESS);
+  EXPECT(weft_suballoc_used(&comm->heap.alloc) == 0, "agreed free left the heap in use");
   weft_bootstrap_destroy(comm->bootstrap);
   weft_suballoc_destroy(&comm->heap.alloc);
   free(comm);
-  return fails ? 1 : 0;
+  return test_failures ? 1 : 0;
 }
 
 int main(void) {

@@ -21,28 +21,7 @@
 #include "runtime/module.h"
 #include "runtime/comm.h"
 #include "runtime/loader.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    if (cond) {                                                                           \
-      printf("ok   ");                                                                    \
-    } else {                                                                              \
-      printf("FAIL ");                                                                    \
-      failures++;                                                                         \
-    }                                                                                     \
-    printf(__VA_ARGS__);                                                                  \
-    printf("\n");                                                                         \
-  } while (0)
-
-#define EXPECT_STATUS(what, call, want)                                                   \
-  do {                                                                                    \
-    weft_status_t got_ = (call);                                                          \
-    EXPECT(got_ == (want), "%-44s -> %s (want %s)%s%s", what, weft_get_error_string(got_), \
-           weft_get_error_string(want), got_ != WEFT_STATUS_SUCCESS ? ": " : "",          \
-           got_ != WEFT_STATUS_SUCCESS ? weft_get_last_error() : "");                     \
-  } while (0)
+#include "support.h"
 
 static char cache_dir[512], inc_dir[512], root[256];
 
@@ -55,7 +34,7 @@ static int count_entries(void) {
     if (e->d_name[0] == '.') continue;
     if (strstr(e->d_name, ".tmp.")) {
       printf("FAIL temporary file left behind: %s\n", e->d_name);
-      failures++;
+      test_failures++;
       continue;
     }
     n++;
@@ -191,7 +170,7 @@ static void test_user_header(void) {
   snprintf(sub, sizeof sub, "%s/sub", inc_dir);
   if (mkdir(sub, 0755) != 0) {
     printf("FAIL mkdir %s\n", sub);
-    failures++;
+    test_failures++;
     return;
   }
   write_text(path_user, "#pragma once\n#include \"sub/nested.h\"\n#define USER_SCALE 3\n");
@@ -258,13 +237,13 @@ static void damage(const char *path, bool truncate_it) {
   FILE *f = fopen(path, "r+b");
   if (!f) {
     printf("FAIL cannot open %s\n", path);
-    failures++;
+    test_failures++;
     return;
   }
   if (truncate_it) {
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
-    if (ftruncate(fileno(f), n / 2) != 0) failures++;
+    if (ftruncate(fileno(f), n / 2) != 0) test_failures++;
   } else {
     fseek(f, 200, SEEK_SET);
     int c = fgetc(f);
@@ -279,7 +258,7 @@ static void test_corrupt(void) {
   result_t a = compile(kernel_a, "add_one.cu", opts, 1);
   char key[65], path[1024];
   if (weft_jit_cache_key(kernel_a, "add_one.cu", opts, 1, key) != WEFT_STATUS_SUCCESS) {
-    failures++;
+    test_failures++;
     return;
   }
   snprintf(path, sizeof path, "%s/%s.cubin", cache_dir, key);
@@ -488,6 +467,7 @@ static void remove_tree(const char *path) {
 }
 
 int main(void) {
+  test_show_ok = 1; /* a line for every check, passed or not */
   snprintf(root, sizeof root, "/tmp/weft-jit-cache-XXXXXX");
   if (!mkdtemp(root)) {
     perror("mkdtemp");
@@ -521,6 +501,6 @@ int main(void) {
          (unsigned long long)s.corrupt, (unsigned long long)s.writes,
          (unsigned long long)s.compiles);
   remove_tree(root);
-  printf("%s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
-  return failures ? 1 : 0;
+  printf("%s (%d failures)\n", test_failures ? "FAILED" : "PASSED", test_failures);
+  return test_failures ? 1 : 0;
 }

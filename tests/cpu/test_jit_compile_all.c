@@ -2,7 +2,7 @@
  * test_jit_compile_all.c — NVRTC compiles, for sm_90a, everything embedded in libweft: each
  * device-library header alone (a one-line TU that includes it), all headers together, and each
  * kernel file (kernels/NAME.cu) once per variant it declares, where a register spill fails it
- * (kernels/gemm.cu's configurations: test_gemm_configs.c). Iterates the embedded table, so
+ * (kernels/gemm/gemm.cu's configurations: test_gemm_configs.c). Iterates the embedded table, so
  * new headers and kernels are covered without editing this file. Needs no GPU; the cache is off
  * so that every compile really runs.
  *

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 #include "gpu_models.h"
 #include "ops/ops.h"
 

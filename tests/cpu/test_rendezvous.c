@@ -27,39 +27,14 @@
 #include <unistd.h>
 
 #include "runtime/bootstrap.h"
+#include "support.h"
 
 #define WORLD 4
 #define NS 1000000000ull
 
-static int g_rank = -1;
-
-/* In a rank: report and fail the rank. */
-#define CHECK(cond, ...)                                                                  \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      printf("  [rank %d] FAIL line %d: ", g_rank, __LINE__);                             \
-      printf(__VA_ARGS__);                                                                \
-      printf("\n        last error: %s\n", weft_get_last_error());                       \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
-
-/* In a rank: a call must fail with `want`, and its message must contain `text`. */
-#define CHECK_FAILS(call, want, text)                                                     \
-  do {                                                                                    \
-    weft_status_t st_ = (call);                                                           \
-    CHECK(st_ == (want), "%s returned \"%s\", want \"%s\"", #call,                        \
-          weft_get_error_string(st_), weft_get_error_string(want));                       \
-    const char *text_ = (text);                                                           \
-    CHECK(!text_ || strstr(weft_get_last_error(), text_), "%s: message lacks \"%s\"",       \
-          #call, text_ ? text_ : "");                                                     \
-  } while (0)
-
-#define CHECK_OK(call)                                                                    \
-  do {                                                                                    \
-    weft_status_t st_ = (call);                                                           \
-    CHECK(st_ == WEFT_STATUS_SUCCESS, "%s returned \"%s\"", #call, weft_get_error_string(st_)); \
-  } while (0)
+/* In a rank, a failed check fails the rank: REQUIRE returns 1 from the rank's function, which
+ * becomes the process's exit status (the verdict that the parent reads); a weft call that must
+ * succeed (OK) exits 1. test_context names the rank in every FAIL line. */
 
 static double now_s(void) { return (double)weft_now_ns() * 1e-9; }
 
@@ -97,15 +72,15 @@ static uint8_t pattern(int rank, size_t i, int iter) {
 static int check_allgather(weft_bootstrap_t *bs, size_t bytes, int iter) {
   int rank = weft_bootstrap_rank(bs), world = weft_bootstrap_world(bs);
   uint8_t *buf = malloc(bytes * (size_t)world + 1);
-  CHECK(buf, "malloc");
+  REQUIRE(EXPECT(buf, "malloc"));
   memset(buf, 0xEE, bytes * (size_t)world);
   for (size_t i = 0; i < bytes; i++) buf[(size_t)rank * bytes + i] = pattern(rank, i, iter);
-  CHECK_OK(weft_bootstrap_allgather(bs, buf, bytes));
+  OK(weft_bootstrap_allgather(bs, buf, bytes));
   for (int r = 0; r < world; r++)
     for (size_t i = 0; i < bytes; i++)
-      CHECK(buf[(size_t)r * bytes + i] == pattern(r, i, iter),
-            "all-gather of %zu bytes: byte %zu of rank %d is %u, want %u", bytes, i, r,
-            buf[(size_t)r * bytes + i], pattern(r, i, iter));
+      REQUIRE(EXPECT(buf[(size_t)r * bytes + i] == pattern(r, i, iter),
+                     "all-gather of %zu bytes: byte %zu of rank %d is %u, want %u", bytes, i, r,
+                     buf[(size_t)r * bytes + i], pattern(r, i, iter)));
   free(buf);
   return 0;
 }
@@ -115,21 +90,22 @@ static int check_fds(weft_bootstrap_t *bs, const int *ranks, int n, int me) {
   char text[64];
   int rank = weft_bootstrap_rank(bs);
   int fd = memfd_create("weft-test", MFD_CLOEXEC);
-  CHECK(fd >= 0, "memfd_create");
+  REQUIRE(EXPECT(fd >= 0, "memfd_create"));
   int len = snprintf(text, sizeof text, "rank %d of group %d, pid %d", rank, ranks[0], (int)getpid());
-  CHECK(write(fd, text, (size_t)len) == len, "write memfd");
+  REQUIRE(EXPECT(write(fd, text, (size_t)len) == len, "write memfd"));
   int peer[WORLD];
-  CHECK_OK(weft_bootstrap_exchange_fds(bs, ranks, n, me, fd, peer));
+  OK(weft_bootstrap_exchange_fds(bs, ranks, n, me, fd, peer));
   close(fd); /* the received duplicates keep every file alive */
   for (int i = 0; i < n; i++) {
     char got[64] = "";
-    CHECK(peer[i] >= 0 && peer[i] != fd, "slot %d: fd %d", i, peer[i]);
+    REQUIRE(EXPECT(peer[i] >= 0 && peer[i] != fd, "slot %d: fd %d", i, peer[i]));
     ssize_t k = pread(peer[i], got, sizeof got - 1, 0);
-    CHECK(k > 0, "read of rank %d's file", ranks[i]);
+    REQUIRE(EXPECT(k > 0, "read of rank %d's file", ranks[i]));
     got[k] = 0;
     char want[64];
     snprintf(want, sizeof want, "rank %d of group %d, pid", ranks[i], ranks[0]);
-    CHECK(!strncmp(got, want, strlen(want)), "slot %d holds \"%s\", want \"%s...\"", i, got, want);
+    REQUIRE(EXPECT(!strncmp(got, want, strlen(want)), "slot %d holds \"%s\", want \"%s...\"", i,
+                   got, want));
     close(peer[i]);
   }
   return 0;
@@ -137,8 +113,9 @@ static int check_fds(weft_bootstrap_t *bs, const int *ranks, int n, int me) {
 
 static int rank_full(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs;
-  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 10 * NS, &bs));
-  CHECK(weft_bootstrap_rank(bs) == p->rank && weft_bootstrap_world(bs) == WORLD, "rank/world");
+  OK(weft_bootstrap_create(addr, p->rank, p->world, 10 * NS, &bs));
+  REQUIRE(EXPECT(weft_bootstrap_rank(bs) == p->rank && weft_bootstrap_world(bs) == WORLD,
+                 "rank/world"));
   /* Sizes around the socket buffers: 1 MiB per rank makes rank 0 read all ranks at once. */
   static const size_t sizes[] = {1, 3, 40, 4096, 65537, 1 << 20, 0};
   for (int it = 0; it < 7; it++)
@@ -146,7 +123,7 @@ static int rank_full(const proc_spec_t *p, const char *addr) {
   for (int it = 0; it < 50; it++)
     if (check_allgather(bs, 64, it)) return 1;
   double t0 = now_s();
-  for (int i = 0; i < 100; i++) CHECK_OK(weft_bootstrap_barrier(bs));
+  for (int i = 0; i < 100; i++) OK(weft_bootstrap_barrier(bs));
   if (p->rank == 0) printf("  100 barriers of 4 ranks: %.1f us each\n", (now_s() - t0) * 1e4);
 
   /* fds: one node of 4, then two "nodes" of 2 (ranks 0,1 and 2,3). */
@@ -159,23 +136,23 @@ static int rank_full(const proc_spec_t *p, const char *addr) {
   if (check_fds(bs, solo, 1, 0)) return 1;
   int bad_ranks[2] = {p->rank, p->rank};
   int pfds[2];
-  CHECK_FAILS(weft_bootstrap_exchange_fds(bs, bad_ranks, 2, 0, 0, pfds),
-              WEFT_STATUS_INVALID_ARGUMENT, "twice");
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_exchange_fds(bs, bad_ranks, 2, 0, 0, pfds),
+                       WEFT_STATUS_INVALID_ARGUMENT, "twice"));
 
   /* Rank 2 passes another size: every rank fails, naming it, and the bootstrap goes on. */
   char buf[8 * WORLD];
   memset(buf, 0, sizeof buf);
-  CHECK_FAILS(weft_bootstrap_allgather(bs, buf, p->rank == 2 ? 8 : 4), WEFT_STATUS_MISMATCH,
-              "rank 2");
-  CHECK_OK(weft_bootstrap_barrier(bs));
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_allgather(bs, buf, p->rank == 2 ? 8 : 4),
+                       WEFT_STATUS_MISMATCH, "rank 2"));
+  OK(weft_bootstrap_barrier(bs));
   if (check_allgather(bs, 100, 99)) return 1;
 
   /* Rank 1 calls a barrier where the others all-gather: every rank fails, and for good. */
   if (p->rank == 1)
-    CHECK_FAILS(weft_bootstrap_barrier(bs), WEFT_STATUS_MISMATCH, "barrier");
+    REQUIRE(EXPECT_ERROR(weft_bootstrap_barrier(bs), WEFT_STATUS_MISMATCH, "barrier"));
   else
-    CHECK_FAILS(weft_bootstrap_allgather(bs, buf, 4), WEFT_STATUS_MISMATCH, "barrier");
-  CHECK_FAILS(weft_bootstrap_barrier(bs), WEFT_STATUS_MISMATCH, "failed earlier");
+    REQUIRE(EXPECT_ERROR(weft_bootstrap_allgather(bs, buf, 4), WEFT_STATUS_MISMATCH, "barrier"));
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_barrier(bs), WEFT_STATUS_MISMATCH, "failed earlier"));
   weft_bootstrap_destroy(bs);
   return 0;
 }
@@ -185,20 +162,20 @@ static int rank_missing(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs = NULL;
   double t0 = now_s();
   const char *want = p->role == 1 ? "rank(s) 3 never connected" : "could not connect to rank 0";
-  CHECK_FAILS(weft_bootstrap_create(addr, p->rank, p->world, 2 * NS, &bs), WEFT_STATUS_TIMEOUT,
-              want);
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_create(addr, p->rank, p->world, 2 * NS, &bs),
+                       WEFT_STATUS_TIMEOUT, want));
   double dt = now_s() - t0;
   /* The deadline, plus rank 0's verdict travelling, plus slack for a loaded machine. */
-  CHECK(dt >= 1.9 && dt < 4.5, "took %.2f s for a 2 s deadline", dt);
-  CHECK(bs == NULL, "no bootstrap on failure");
+  REQUIRE(EXPECT(dt >= 1.9 && dt < 4.5, "took %.2f s for a 2 s deadline", dt));
+  REQUIRE(EXPECT(bs == NULL, "no bootstrap on failure"));
   return 0;
 }
 
 /* Role 1: this rank exits after a few barriers; the others must fail promptly, naming it. */
 static int rank_dies(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs;
-  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 20 * NS, &bs));
-  for (int i = 0; i < 5; i++) CHECK_OK(weft_bootstrap_barrier(bs));
+  OK(weft_bootstrap_create(addr, p->rank, p->world, 20 * NS, &bs));
+  for (int i = 0; i < 5; i++) OK(weft_bootstrap_barrier(bs));
   if (p->role == 1) {
     fflush(stdout);
     _exit(0); /* sockets close with the process, as in a crash */
@@ -207,17 +184,18 @@ static int rank_dies(const proc_spec_t *p, const char *addr) {
   weft_status_t st = WEFT_STATUS_SUCCESS;
   for (int i = 0; i < 1000 && st == WEFT_STATUS_SUCCESS; i++) st = weft_bootstrap_barrier(bs);
   double dt = now_s() - t0;
-  CHECK(st == WEFT_STATUS_REMOTE_ERROR, "got \"%s\", want \"remote rank failed\"",
-        weft_get_error_string(st));
+  REQUIRE(EXPECT(st == WEFT_STATUS_REMOTE_ERROR, "got \"%s\", want \"remote rank failed\"",
+                 weft_get_error_string(st)));
   char who[32];
   snprintf(who, sizeof who, "rank %d", p->role == 2 ? 0 : 2);
-  CHECK(strstr(weft_get_last_error(), who) && strstr(weft_get_last_error(), "left"),
-        "message does not say that %s left", who);
-  CHECK(dt < 3.0, "took %.2f s to notice (deadline 20 s): it waited instead of seeing the close", dt);
+  REQUIRE(EXPECT(strstr(weft_get_last_error(), who) && strstr(weft_get_last_error(), "left"),
+                 "message does not say that %s left: %s", who, weft_get_last_error()));
+  REQUIRE(EXPECT(dt < 3.0, "took %.2f s to notice (deadline 20 s): it waited instead of seeing "
+                           "the close", dt));
   /* Sticky: the next call fails at once with the same diagnosis. */
   t0 = now_s();
-  CHECK_FAILS(weft_bootstrap_allgather(bs, NULL, 0), WEFT_STATUS_REMOTE_ERROR, who);
-  CHECK(now_s() - t0 < 0.1, "the sticky failure waited");
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_allgather(bs, NULL, 0), WEFT_STATUS_REMOTE_ERROR, who));
+  REQUIRE(EXPECT(now_s() - t0 < 0.1, "the sticky failure waited"));
   weft_bootstrap_destroy(bs);
   return 0;
 }
@@ -225,17 +203,18 @@ static int rank_dies(const proc_spec_t *p, const char *addr) {
 /* Role 1: alive but late to the collective (busy elsewhere for 3 s, past the 1 s timeout). */
 static int rank_stuck(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs;
-  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 1 * NS, &bs));
-  CHECK_OK(weft_bootstrap_barrier(bs));
+  OK(weft_bootstrap_create(addr, p->rank, p->world, 1 * NS, &bs));
+  OK(weft_bootstrap_barrier(bs));
   double t0 = now_s();
   if (p->role == 1) {
     struct timespec ts = {3, 0};
     nanosleep(&ts, NULL);
   }
   /* Everyone, the late rank included, hears rank 0's verdict naming rank 3. */
-  CHECK_FAILS(weft_bootstrap_barrier(bs), WEFT_STATUS_TIMEOUT, "rank(s) 3 did not reach it");
+  REQUIRE(
+      EXPECT_ERROR(weft_bootstrap_barrier(bs), WEFT_STATUS_TIMEOUT, "rank(s) 3 did not reach it"));
   double dt = now_s() - t0;
-  if (p->role != 1) CHECK(dt >= 0.9 && dt < 3.0, "took %.2f s for a 1 s deadline", dt);
+  if (p->role != 1) REQUIRE(EXPECT(dt >= 0.9 && dt < 3.0, "took %.2f s for a 1 s deadline", dt));
   weft_bootstrap_destroy(bs);
   return 0;
 }
@@ -243,9 +222,9 @@ static int rank_stuck(const proc_spec_t *p, const char *addr) {
 /* A short job: meet, all-gather, barrier (for other address forms). */
 static int rank_small(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs;
-  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 5 * NS, &bs));
+  OK(weft_bootstrap_create(addr, p->rank, p->world, 5 * NS, &bs));
   if (check_allgather(bs, 1000, 1)) return 1;
-  CHECK_OK(weft_bootstrap_barrier(bs));
+  OK(weft_bootstrap_barrier(bs));
   weft_bootstrap_destroy(bs);
   return 0;
 }
@@ -255,12 +234,13 @@ static int rank_bad_join(const proc_spec_t *p, const char *addr) {
   weft_bootstrap_t *bs = NULL;
   double t0 = now_s();
   const char *text = p->role == 1 ? "world" : "two processes claim rank 2";
-  CHECK_FAILS(weft_bootstrap_create(addr, p->rank, p->world, 3 * NS, &bs), WEFT_STATUS_MISMATCH,
-              text);
+  REQUIRE(EXPECT_ERROR(weft_bootstrap_create(addr, p->rank, p->world, 3 * NS, &bs),
+                       WEFT_STATUS_MISMATCH, text));
   /* Rank 0 stays until every rank heard the verdict, or its deadline when one never comes (the
    * twins scenario has no rank 3); the others hear at once. */
   double limit = p->rank == 0 && p->role == 2 ? 4.5 : 1.5;
-  CHECK(now_s() - t0 < limit, "a mismatch took %.2f s to report (deadline 3 s)", now_s() - t0);
+  REQUIRE(EXPECT(now_s() - t0 < limit, "a mismatch took %.2f s to report (deadline 3 s)",
+                 now_s() - t0));
   return 0;
 }
 
@@ -284,14 +264,14 @@ static int rank_stranger(const proc_spec_t *p, const char *addr) {
       struct timespec ts = {0, 10000000};
       nanosleep(&ts, NULL);
     }
-    CHECK(0, "the stranger never reached rank 0");
+    REQUIRE(EXPECT(0, "the stranger never reached rank 0"));
   }
   if (p->rank != 0) { /* let the stranger get there first */
     struct timespec ts = {0, 100000000};
     nanosleep(&ts, NULL);
   }
   weft_bootstrap_t *bs;
-  CHECK_OK(weft_bootstrap_create(addr, p->rank, p->world, 5 * NS, &bs));
+  OK(weft_bootstrap_create(addr, p->rank, p->world, 5 * NS, &bs));
   if (check_allgather(bs, 16, 0)) return 1;
   weft_bootstrap_destroy(bs);
   return 0;
@@ -301,7 +281,6 @@ static int rank_stranger(const proc_spec_t *p, const char *addr) {
 /* The parent                                                                                */
 /* ---------------------------------------------------------------------------------------- */
 
-static int failures;
 static const char *host_fmt = "127.0.0.1:%d"; /* how a scenario writes its address */
 
 /* Runs one process per spec; every one must exit 0 within max_s. */
@@ -322,7 +301,7 @@ static void scenario(const char *name, const proc_spec_t *specs, int n, rank_fn 
     }
     if (pids[i] == 0) {
       close(hold);
-      g_rank = specs[i].rank;
+      snprintf(test_context, sizeof test_context, "rank %d", specs[i].rank);
       int rc = fn(&specs[i], addr);
       fflush(stdout);
       _exit(rc);
@@ -365,7 +344,7 @@ static void scenario(const char *name, const proc_spec_t *specs, int n, rank_fn 
   }
   close(hold);
   printf("  %s (%.2f s)\n", ok ? "ok" : "FAILED", dt);
-  if (!ok) failures++;
+  if (!ok) test_failures++;
 }
 
 int main(void) {
@@ -432,7 +411,7 @@ int main(void) {
       weft_bootstrap_allgather(NULL, NULL, 0) != WEFT_STATUS_INVALID_ARGUMENT ||
       weft_bootstrap_barrier(NULL) != WEFT_STATUS_INVALID_ARGUMENT) {
     printf("  FAIL an argument check (last error: %s)\n", weft_get_last_error());
-    failures++;
+    test_failures++;
   }
   /* A world of one needs no address and no peers, and every collective is a no-op. */
   int fd = memfd_create("solo", MFD_CLOEXEC), got = -1, me = 0;
@@ -442,13 +421,13 @@ int main(void) {
       weft_bootstrap_exchange_fds(bs, &me, 1, 0, fd, &got) != WEFT_STATUS_SUCCESS || got < 0 ||
       got == fd) {
     printf("  FAIL world of one (last error: %s)\n", weft_get_last_error());
-    failures++;
+    test_failures++;
   }
   if (got >= 0) close(got);
   close(fd);
   weft_bootstrap_destroy(bs);
   printf("  done\n");
 
-  printf(failures ? "FAILED: %d scenario(s)\n" : "PASSED\n", failures);
-  return failures ? 1 : 0;
+  printf(test_failures ? "FAILED: %d scenario(s)\n" : "PASSED\n", test_failures);
+  return test_failures ? 1 : 0;
 }

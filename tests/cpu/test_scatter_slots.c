@@ -1,6 +1,6 @@
 /*
  * test_scatter_slots.c — the fused scatter's slot arithmetic (GEMM + ReduceScatter, WEFT_ALGO_SM;
- * kernels/gemm.cu WEFT_GEMM_SCATTER), against brute force for 1..16 ranks and segments of 1..2100
+ * kernels/gemm/config.cuh WEFT_GEMM_SCATTER), against brute force for 1..16 ranks and segments of 1..2100
  * rows: a slot of weft_gemm_scatter_rows(seg) rows holds every 64-row block that touches its
  * segment, stored from block floor(q * seg / 64) on (the kernel's rows, r - 64 * floor(q * seg /
  * 64), stay inside the slot); the segment itself starts at slot row (q * seg) % 64 and ends inside
@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 
 int main(void) {
   long long checked = 0, failures = 0;

@@ -9,17 +9,7 @@
 #include <time.h>
 
 #include "runtime/heap.h"
-
-static int failures;
-#define EXPECT(cond, ...)                                                                 \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      failures++;                                                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
-      fprintf(stderr, __VA_ARGS__);                                                       \
-      fprintf(stderr, "\n");                                                              \
-    }                                                                                     \
-  } while (0)
+#include "support.h"
 
 enum { CAP = 1 << 20, ALIGN = 1024, MAXLIVE = 256 };
 
@@ -78,6 +68,6 @@ int main(void) {
   EXPECT(weft_suballoc_alloc(&a, (uint64_t)CAP + 1, &o) == WEFT_STATUS_OUT_OF_MEMORY, "too big");
   weft_suballoc_destroy(&a);
   free(owner);
-  printf("%s\n", failures ? "FAILED" : "ok");
-  return failures ? 1 : 0;
+  printf("%s\n", test_failures ? "FAILED" : "ok");
+  return test_failures ? 1 : 0;
 }

@@ -23,24 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support.h"
 #include "weft/swizzle.h"
 
 #define MAXT 4096
-
-static int fails;
-static char where[200];
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      if (fails < 30) {                                                                            \
-        fprintf(stderr, "FAIL %s: ", where);                                                       \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fputc('\n', stderr);                                                                       \
-      }                                                                                            \
-      fails++;                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 /* The grid under test and its brute force: the shards each tile-row's rows come from. */
 static int W, NN, LW, BM, T;
@@ -115,13 +101,13 @@ static int is_perm(const int *seq, int n, int range) {
 static void check_order(const char *what, const int *seq, int (*key)(int, int, int), int r,
                         int dir) {
   if (!is_perm(seq, T, T)) {
-    CHECK(0, "%s rank %d dir %d: not a permutation of %d tile-rows", what, r, dir, T);
+    EXPECT(0, "%s rank %d dir %d: not a permutation of %d tile-rows", what, r, dir, T);
     return;
   }
   for (int p = 1; p < T; p++)
     if (key(seq[p], r, dir) < key(seq[p - 1], r, dir)) {
-      CHECK(0, "%s rank %d dir %d: position %d (tile %d, step %d) after tile %d (step %d)", what, r,
-            dir, p, seq[p], key(seq[p], r, dir), seq[p - 1], key(seq[p - 1], r, dir));
+      EXPECT(0, "%s rank %d dir %d: position %d (tile %d, step %d) after tile %d (step %d)", what,
+             r, dir, p, seq[p], key(seq[p], r, dir), seq[p - 1], key(seq[p - 1], r, dir));
       return;
     }
 }
@@ -133,8 +119,8 @@ static void check_local_first(const char *what, const int *seq, int r) {
   for (int p = 0; p < own; p++) {
     int a, b;
     weft_swizzle_row_ranks(seq[p], W, MR, BM, &a, &b);
-    CHECK(a == r && b == r, "%s rank %d: position %d (tile %d) needs ranks %d..%d", what, r, p,
-          seq[p], a, b);
+    EXPECT(a == r && b == r, "%s rank %d: position %d (tile %d) needs ranks %d..%d", what, r, p,
+           seq[p], a, b);
   }
 }
 
@@ -143,12 +129,12 @@ static void check_chunks_match(const char *what, const int *seq, const int *chun
   int s = 0;
   for (int p = 0; p < T; p++) {
     if (p > 0 && bf_first[seq[p]] == bf_first[seq[p - 1]]) continue;
-    CHECK(s < W && bf_first[seq[p]] == chunks[s],
-          "%s rank %d: shard #%d is %d, chunk order says %d", what, r, s, bf_first[seq[p]],
-          s < W ? chunks[s] : -1);
+    EXPECT(s < W && bf_first[seq[p]] == chunks[s],
+           "%s rank %d: shard #%d is %d, chunk order says %d", what, r, s, bf_first[seq[p]],
+           s < W ? chunks[s] : -1);
     s++;
   }
-  CHECK(s == W, "%s rank %d: %d shard runs", what, r, s);
+  EXPECT(s == W, "%s rank %d: %d shard runs", what, r, s);
 }
 
 /* Appendix B's construction, written out separately: each visited node's tile range with the
@@ -189,18 +175,19 @@ static int ref_nodes_row(int p, int r, int scatter) {
 
 static void check_grid(int world, int nnodes, long long mr, int bm) {
   static int seq[MAXT], seq2[MAXT], chunks[64], table[MAXT * 8];
-  snprintf(where, sizeof where, "world %d nnodes %d m_per_rank %lld bm %d", world, nnodes, mr, bm);
+  snprintf(test_context, sizeof test_context, "world %d nnodes %d m_per_rank %lld bm %d", world,
+           nnodes, mr, bm);
   if (setup(world, nnodes, mr, bm)) {
-    CHECK(0, "grid too large for the test");
+    EXPECT(0, "grid too large for the test");
     return;
   }
-  CHECK(weft_swizzle_tiles_m(W, MR, BM) == T, "tiles_m %d, rows give %d",
-        weft_swizzle_tiles_m(W, MR, BM), T);
+  EXPECT(weft_swizzle_tiles_m(W, MR, BM) == T, "tiles_m %d, rows give %d",
+         weft_swizzle_tiles_m(W, MR, BM), T);
   for (int t = 0; t < T; t++) {
     int a, b;
     weft_swizzle_row_ranks(t, W, MR, BM, &a, &b);
-    CHECK(a == bf_first[t] && b == bf_last[t], "row_ranks(%d) = %d..%d, rows give %d..%d", t, a, b,
-          bf_first[t], bf_last[t]);
+    EXPECT(a == bf_first[t] && b == bf_last[t], "row_ranks(%d) = %d..%d, rows give %d..%d", t, a, b,
+           bf_first[t], bf_last[t]);
   }
   for (int q = 0; q < W; q++) {
     int t0, t1, lo = -1, hi = -1;
@@ -210,7 +197,7 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
         if (lo < 0) lo = t;
         hi = t + 1;
       }
-    CHECK(t0 == lo && t1 == hi, "rank_rows(%d) = [%d, %d), rows give [%d, %d)", q, t0, t1, lo, hi);
+    EXPECT(t0 == lo && t1 == hi, "rank_rows(%d) = [%d, %d), rows give [%d, %d)", q, t0, t1, lo, hi);
   }
   int perfect = MR % BM == 0, no_wide = (long long)LW * MR >= BM;
   for (int r = 0; r < W; r++) {
@@ -222,16 +209,16 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
       if (perfect) check_chunks_match("ag", seq, chunks, r);
       /* duality: RS with -dir is AG with dir read backwards */
       for (int p = 0; p < T; p++) seq2[p] = weft_swizzle_rs_row(T - 1 - p, r, W, MR, BM, -dir);
-      CHECK(!memcmp(seq, seq2, sizeof(int) * (size_t)T),
-            "rank %d dir %d: rs(-dir) is not ag reversed", r, dir);
+      EXPECT(!memcmp(seq, seq2, sizeof(int) * (size_t)T),
+             "rank %d dir %d: rs(-dir) is not ag reversed", r, dir);
 
       for (int p = 0; p < T; p++) seq[p] = weft_swizzle_rs_row(p, r, W, MR, BM, dir);
       check_order("rs", seq, rs_key, r, dir);
       if (W > 1) {
         int a, b, q = md(r + dir, W);
         weft_swizzle_row_ranks(seq[0], W, MR, BM, &a, &b);
-        CHECK(a <= q && q <= b, "rs rank %d dir %d: first tile %d feeds %d..%d, not %d", r, dir,
-              seq[0], a, b, q);
+        EXPECT(a <= q && q <= b, "rs rank %d dir %d: first tile %d feeds %d..%d, not %d", r, dir,
+               seq[0], a, b, q);
       }
       for (int s = 0; s < W; s++) chunks[s] = weft_swizzle_rs_chunk(s, r, W, dir);
       if (perfect) check_chunks_match("rs", seq, chunks, r);
@@ -244,11 +231,11 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
     if (perfect) check_chunks_match("ag_nodes", seq, chunks, r);
     for (int p = 0; p < T; p++) {
       if (NN == 1)
-        CHECK(seq[p] == weft_swizzle_ag_row(p, r, W, MR, BM, 1), "ag_nodes != ag at %d", p);
+        EXPECT(seq[p] == weft_swizzle_ag_row(p, r, W, MR, BM, 1), "ag_nodes != ag at %d", p);
       if (no_wide)
-        CHECK(seq[p] == ref_nodes_row(p, r, 0),
-              "ag_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
-              ref_nodes_row(p, r, 0));
+        EXPECT(seq[p] == ref_nodes_row(p, r, 0),
+               "ag_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
+               ref_nodes_row(p, r, 0));
     }
 
     for (int p = 0; p < T; p++) seq[p] = weft_swizzle_rs_nodes_row(p, r, W, NN, MR, BM);
@@ -256,18 +243,18 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
     if (W > 1) {
       int a, b, q = ((r / LW + 1) % NN) * LW + (r % LW + 1) % LW;
       weft_swizzle_row_ranks(seq[0], W, MR, BM, &a, &b);
-      CHECK(a <= q && q <= b, "rs_nodes rank %d: first tile %d feeds %d..%d, not %d", r, seq[0], a,
-            b, q);
+      EXPECT(a <= q && q <= b, "rs_nodes rank %d: first tile %d feeds %d..%d, not %d", r, seq[0], a,
+             b, q);
     }
     for (int s = 0; s < W; s++) chunks[s] = weft_swizzle_rs_nodes_chunk(s, r, W, NN);
     if (perfect) check_chunks_match("rs_nodes", seq, chunks, r);
     for (int p = 0; p < T; p++) {
       if (NN == 1)
-        CHECK(seq[p] == weft_swizzle_rs_row(p, r, W, MR, BM, 1), "rs_nodes != rs at %d", p);
+        EXPECT(seq[p] == weft_swizzle_rs_row(p, r, W, MR, BM, 1), "rs_nodes != rs at %d", p);
       if (no_wide)
-        CHECK(seq[p] == ref_nodes_row(p, r, 1),
-              "rs_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
-              ref_nodes_row(p, r, 1));
+        EXPECT(seq[p] == ref_nodes_row(p, r, 1),
+               "rs_nodes rank %d position %d: %d, Appendix B gives %d", r, p, seq[p],
+               ref_nodes_row(p, r, 1));
     }
 
     /* 2-D orders over a few widths and groups (ranks 0, 1 and the last keep this quick). */
@@ -277,12 +264,12 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
         for (int g = 1; g <= 4; g += 3) {
           weft_swizzle_t sw = {kind, r, W, NN, kind == WEFT_SWIZZLE_AG ? -1 : 1, BM, MR};
           int n = weft_swizzle_fill(tn, g, &sw, table);
-          CHECK(n == T * tn && is_perm(table, n, T * tn),
-                "fill kind %d rank %d tiles_n %d group %d: not a permutation", kind, r, tn, g);
+          EXPECT(n == T * tn && is_perm(table, n, T * tn),
+                 "fill kind %d rank %d tiles_n %d group %d: not a permutation", kind, r, tn, g);
           for (int p = 0; g == 1 && p < n; p++)
             if (table[p] != weft_swizzle_row(p / tn, &sw) * tn + p % tn) {
-              CHECK(0, "fill kind %d rank %d tiles_n %d: position %d is not row-major", kind, r, tn,
-                    p);
+              EXPECT(0, "fill kind %d rank %d tiles_n %d: position %d is not row-major", kind, r,
+                     tn, p);
               break;
             }
         }
@@ -291,69 +278,70 @@ static void check_grid(int world, int nnodes, long long mr, int bm) {
 
 /* Chunk orders alone: permutations over steps, and senders agree with receivers. */
 static void check_chunks(int world, int nnodes) {
-  snprintf(where, sizeof where, "chunks world %d nnodes %d", world, nnodes);
+  snprintf(test_context, sizeof test_context, "chunks world %d nnodes %d", world, nnodes);
   int seq[64], dst[64];
   for (int dir = -1; dir <= 1; dir += 2)
     for (int r = 0; r < world; r++) {
       for (int s = 0; s < world; s++) seq[s] = weft_swizzle_ag_chunk(s, r, world, dir);
-      CHECK(is_perm(seq, world, world) && seq[0] == r, "ag_chunk rank %d dir %d", r, dir);
+      EXPECT(is_perm(seq, world, world) && seq[0] == r, "ag_chunk rank %d dir %d", r, dir);
       for (int s = 0; s < world; s++) seq[s] = weft_swizzle_rs_chunk(s, r, world, dir);
-      CHECK(is_perm(seq, world, world) && seq[world - 1] == r, "rs_chunk rank %d dir %d", r, dir);
+      EXPECT(is_perm(seq, world, world) && seq[world - 1] == r, "rs_chunk rank %d dir %d", r, dir);
       for (int s = 0; s < world; s++) seq[s] = weft_swizzle_ag_nodes_chunk(s, r, world, nnodes);
-      CHECK(is_perm(seq, world, world) && seq[0] == r, "ag_nodes_chunk rank %d", r);
+      EXPECT(is_perm(seq, world, world) && seq[0] == r, "ag_nodes_chunk rank %d", r);
       for (int s = 0; s < world; s++) seq[s] = weft_swizzle_rs_nodes_chunk(s, r, world, nnodes);
-      CHECK(is_perm(seq, world, world) && seq[world - 1] == r, "rs_nodes_chunk rank %d", r);
+      EXPECT(is_perm(seq, world, world) && seq[world - 1] == r, "rs_nodes_chunk rank %d", r);
       /* node stages: own node first (AG) / last (RS), one node per stage */
       int lw = world / nnodes;
       for (int s = 0; s < world; s++) {
-        CHECK(weft_swizzle_ag_nodes_chunk(s, r, world, nnodes) / lw == (r / lw + s / lw) % nnodes,
-              "ag_nodes_chunk stage");
-        CHECK(weft_swizzle_rs_nodes_chunk(s, r, world, nnodes) / lw ==
-                  (r / lw + 1 + s / lw) % nnodes,
-              "rs_nodes_chunk stage");
+        EXPECT(weft_swizzle_ag_nodes_chunk(s, r, world, nnodes) / lw == (r / lw + s / lw) % nnodes,
+               "ag_nodes_chunk stage");
+        EXPECT(weft_swizzle_rs_nodes_chunk(s, r, world, nnodes) / lw ==
+                   (r / lw + 1 + s / lw) % nnodes,
+               "rs_nodes_chunk stage");
       }
     }
   for (int dir = -1; dir <= 1; dir += 2)
     for (int s = 0; s < world; s++) {
       for (int q = 0; q < world; q++) dst[q] = weft_swizzle_ag_push_peer(s, q, world, dir);
-      CHECK(is_perm(dst, world, world), "ag_push_peer step %d dir %d: two senders share a receiver",
-            s, dir);
+      EXPECT(is_perm(dst, world, world),
+             "ag_push_peer step %d dir %d: two senders share a receiver", s, dir);
       for (int q = 0; q < world; q++)
-        CHECK(weft_swizzle_ag_chunk(s, dst[q], world, dir) == q,
-              "ag push step %d: %d -> %d, receiver expects %d", s, q, dst[q],
-              weft_swizzle_ag_chunk(s, dst[q], world, dir));
+        EXPECT(weft_swizzle_ag_chunk(s, dst[q], world, dir) == q,
+               "ag push step %d: %d -> %d, receiver expects %d", s, q, dst[q],
+               weft_swizzle_ag_chunk(s, dst[q], world, dir));
       for (int q = 0; q < world; q++) dst[q] = weft_swizzle_rs_chunk(s, q, world, dir);
-      CHECK(is_perm(dst, world, world), "rs_chunk step %d dir %d: two senders share a receiver", s,
-            dir);
+      EXPECT(is_perm(dst, world, world), "rs_chunk step %d dir %d: two senders share a receiver", s,
+             dir);
       for (int q = 0; q < world; q++)
-        CHECK(weft_swizzle_rs_reduce_src(s, dst[q], world, dir) == q,
-              "rs step %d: %d -> %d, reducer expects %d", s, q, dst[q],
-              weft_swizzle_rs_reduce_src(s, dst[q], world, dir));
+        EXPECT(weft_swizzle_rs_reduce_src(s, dst[q], world, dir) == q,
+               "rs step %d: %d -> %d, reducer expects %d", s, q, dst[q],
+               weft_swizzle_rs_reduce_src(s, dst[q], world, dir));
     }
 }
 
 /* Appendix B's non-perfect case by hand: 997 rows per rank, 256-row tiles. */
 static void check_by_hand(void) {
-  snprintf(where, sizeof where, "by hand, 997 rows, bm 256");
+  snprintf(test_context, sizeof test_context, "by hand, 997 rows, bm 256");
   /* 8 ranks: 7976 rows, 32 tile-rows; shard 1 starts at row 997 inside tile 3 (768..1023). */
-  CHECK(weft_swizzle_tiles_m(8, 997, 256) == 32, "tiles_m");
-  CHECK(weft_swizzle_ag_row(0, 1, 8, 997, 256, 1) == 4, "ag rank 1 starts at tile 4");
-  CHECK(weft_swizzle_ag_row(31, 1, 8, 997, 256, 1) == 3, "ag rank 1 ends with straddler 3");
-  CHECK(weft_swizzle_rs_row(0, 0, 8, 997, 256, 1) == 3, "rs rank 0 starts with straddler 3");
-  CHECK(weft_swizzle_rs_row(31, 0, 8, 997, 256, 1) == 2, "rs rank 0 ends at tile 2");
+  EXPECT(weft_swizzle_tiles_m(8, 997, 256) == 32, "tiles_m");
+  EXPECT(weft_swizzle_ag_row(0, 1, 8, 997, 256, 1) == 4, "ag rank 1 starts at tile 4");
+  EXPECT(weft_swizzle_ag_row(31, 1, 8, 997, 256, 1) == 3, "ag rank 1 ends with straddler 3");
+  EXPECT(weft_swizzle_rs_row(0, 0, 8, 997, 256, 1) == 3, "rs rank 0 starts with straddler 3");
+  EXPECT(weft_swizzle_rs_row(31, 0, 8, 997, 256, 1) == 2, "rs rank 0 ends at tile 2");
   /* 16 ranks on 2 nodes: rank 0 first produces for rank 9, whose rows start at 8973 (tile 35). */
-  CHECK(weft_swizzle_rs_nodes_row(0, 0, 16, 2, 997, 256) == 35, "rs_nodes rank 0 starts at 35");
+  EXPECT(weft_swizzle_rs_nodes_row(0, 0, 16, 2, 997, 256) == 35, "rs_nodes rank 0 starts at 35");
   /* node 1 (rows 7976..15951) is produced first: tiles 31 (straddler, 7936..8191) to 62. */
   for (int p = 0; p < 32; p++) {
     int t = weft_swizzle_rs_nodes_row(p, 0, 16, 2, 997, 256);
-    CHECK(t >= 31 && t <= 62, "rs_nodes rank 0 position %d: tile %d not in node 1", p, t);
+    EXPECT(t >= 31 && t <= 62, "rs_nodes rank 0 position %d: tile %d not in node 1", p, t);
   }
   /* 32 ranks on 4 nodes: rank 5 gathers its own rows 4985..5981 first: tiles 20..22. */
-  CHECK(weft_swizzle_ag_nodes_row(0, 5, 32, 4, 997, 256) == 20, "ag_nodes rank 5 starts at 20");
-  CHECK(weft_swizzle_ag_nodes_row(2, 5, 32, 4, 997, 256) == 22, "ag_nodes rank 5 third is 22");
+  EXPECT(weft_swizzle_ag_nodes_row(0, 5, 32, 4, 997, 256) == 20, "ag_nodes rank 5 starts at 20");
+  EXPECT(weft_swizzle_ag_nodes_row(2, 5, 32, 4, 997, 256) == 22, "ag_nodes rank 5 third is 22");
 }
 
 int main(void) {
+  test_fail_cap = 30;
   const int worlds[] = {1, 2, 3, 4, 8, 16, 32}, nodes[] = {1, 2, 4}, bms[] = {64, 128, 256};
   const long long mrs[] = {1, 3, 37, 50, 64, 100, 128, 255, 256, 257, 997, 1000, 1024, 2048};
   int grids = 0;
@@ -366,6 +354,6 @@ int main(void) {
           check_grid(worlds[w], nodes[n], mrs[m], bms[b]);
     }
   check_by_hand();
-  printf("%s (%d grids, %d failures)\n", fails ? "FAILED" : "ok", grids, fails);
-  return fails ? 1 : 0;
+  printf("%s (%d grids, %d failures)\n", test_failures ? "FAILED" : "ok", grids, test_failures);
+  return test_failures ? 1 : 0;
 }

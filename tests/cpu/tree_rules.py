@@ -7,7 +7,8 @@
 
 layers: host code is stacked jit <- runtime <- ops <- tools; a file includes its own layer, the
 ones to its left, src/internal.h and the public headers (include/), never a layer to its right.
-The tools include the public API and the one internal header written for them, src/tools.h. The
+The tools include the public API, the one internal header written for them (src/tools.h) and
+the check macros they share with the tests (tests/support.h). The
 device library (include/weft/) and the kernels (kernels/) include only the device library and the
 kernels' own headers, by their full names (NVRTC resolves in-memory headers by exact name).
 
@@ -32,6 +33,7 @@ LAYERS = [
     ("src/runtime/", "runtime", 3),
     ("src/ops/", "ops", 4),
     ("src/tools.h", "tools-header", 4),
+    ("tests/support.h", "test-support", 4),
     ("tools/", "tools", 5),
 ]
 DEVICE = ("include/weft/", "kernels/")
@@ -48,7 +50,7 @@ def layer_of(path):
 def resolve(root, including, target):
     """The repository path an #include names, or None (a system or toolkit header)."""
     here = os.path.dirname(including)
-    for base in (here, "src", "include", "tools", ""):
+    for base in (here, "src", "include", "tools", "tests", ""):
         cand = os.path.normpath(os.path.join(base, target))
         if os.path.isfile(os.path.join(root, cand)):
             return cand
@@ -77,9 +79,10 @@ def check_layers(root):
             dname, drank = layer_of(dep)
             if dname is None:
                 bad.append(f"{path}: includes {dep}, which belongs to no layer")
-            elif name == "tools" and dname not in ("public", "tools", "tools-header"):
-                bad.append(f"{path}: a tool includes {dep} ({dname}); tools use include/ and "
-                           "src/tools.h only")
+            elif name == "tools" and dname not in ("public", "tools", "tools-header",
+                                                   "test-support"):
+                bad.append(f"{path}: a tool includes {dep} ({dname}); tools use include/, "
+                           "src/tools.h and tests/support.h only")
             elif drank > rank:
                 bad.append(f"{path} ({name}) includes {dep} ({dname}): an upward include")
     for path in source_files(root, DEVICE, (".h", ".cuh", ".cu")):

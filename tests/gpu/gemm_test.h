@@ -1,13 +1,15 @@
 /*
  * gemm_test.h — the device side of the GEMM tests (test_gemm.c, test_overlap.c), compiled by the
- * JIT: random fills rounded to bf16/fp16, a float64 reference GEMM (accumulating, for sums over
- * ranks), a comparison that counts non-finite values and changed padding, and a delay kernel for
- * stragglers.
+ * JIT: random fills rounded to bf16/fp16 (support.h's FILL_KERNEL_SRC), a float64 reference GEMM
+ * (accumulating, for sums over ranks), a comparison that counts non-finite values and changed
+ * padding, and a delay kernel for stragglers.
  */
 #ifndef WEFT_GEMM_TEST_H
 #define WEFT_GEMM_TEST_H
 
 #include <math.h>
+
+#include "support.h" /* FILL_KERNEL_SRC, OK, CU */
 
 static const char *gemm_test_src =
     "#include <weft/device.cuh>\n"
@@ -20,19 +22,8 @@ static const char *gemm_test_src =
     "  if (out == 2) return ((const float *)c)[i];\n"
     "  return ld_in((const unsigned short *)c, i, out == 1);\n"
     "}\n"
-    /* uniform in [-1, 1), rounded to the input type: rows x ld elements, padding included */
-    "extern \"C\" __global__ void fill(unsigned short *p, unsigned long long n, int fp16,\n"
-    "                                 unsigned long long seed) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
-    "    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;\n"
-    "    x ^= x >> 31; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 29; x *= 0x94D049BB133111EBull; x ^= x >> 32;\n"
-    "    float f = (float)(x >> 40) * (1.f / 16777216.f) * 2.f - 1.f;\n"
-    "    unsigned short h;\n"
-    "    if (fp16) asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
-    "    else asm(\"{ .reg .b32 t; cvt.rn.bf16x2.f32 t, %1, %1; mov.b32 {%0, _}, t; }\" : \"=h\"(h) : \"f\"(f));\n"
-    "    p[i] = h;\n"
-    "  }\n"
-    "}\n"
+    /* fill: uniform in [-1, 1), rounded to the input type: rows x ld elements, padding included */
+    FILL_KERNEL_SRC
     /* ref (+)= A op(B) in float64; accumulate: add to what ref holds (sums over ranks) */
     "extern \"C\" __global__ void reference(double *ref, const unsigned short *a, const unsigned short *b,\n"
     "                                      int m, int n, int k, long long lda, long long ldb,\n"
@@ -84,7 +75,8 @@ static inline void gemm_test_launch(weft_kernel_t *k, void **args, CUstream s) {
 
 /* Runs `compare` (k_cmp, from gemm_test_src) of c ([m, ldc], columns n.. poisoned) against ref
  * ([m, n] float64) on stream s and waits: returns ||c - ref|| / ||ref||; bad[0] counts
- * non-finite values of c, bad[1] changed padding. Needs gpu_test.h's OK and CU. */
+ * non-finite values of c, bad[1] changed padding. Needs gpu_test.h first (the internals that
+ * support.h's OK and CU name). */
 static inline double gemm_test_compare(weft_comm_t *comm, weft_kernel_t *k_cmp, CUstream s,
                                        CUdeviceptr c, CUdeviceptr ref, int m, int n, long long ldc,
                                        weft_dtype_t out, unsigned long long bad[2]) {

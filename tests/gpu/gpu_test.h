@@ -1,6 +1,7 @@
 /*
- * gpu_test.h — what the GPU tests share: init that skips (77) without a GPU, a check macro that
- * exits with the failing call, random data, and compiling a test's kernels through the JIT.
+ * gpu_test.h — what the GPU tests share: init that skips (77) without a GPU, random data, and
+ * compiling a test's kernels through the JIT; the check macros (OK, CU, EXPECT) come from
+ * support.h.
  */
 #ifndef WEFT_GPU_TEST_H
 #define WEFT_GPU_TEST_H
@@ -14,28 +15,7 @@
 
 #include "runtime/comm.h"
 #include "runtime/loader.h"
-
-#define OK(call)                                                                          \
-  do {                                                                                    \
-    weft_status_t st_ = (call);                                                           \
-    if (st_ != WEFT_STATUS_SUCCESS) {                                                     \
-      char where_[256];                                                                   \
-      snprintf(where_, sizeof where_, "%s:%d", __FILE__, __LINE__);                       \
-      weft_report_failure(where_, #call, st_);                                            \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
-#define CU(call)                                                                          \
-  do {                                                                                    \
-    CUresult r_ = weft_cu.call;                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                             \
-      const char *n_ = "?";                                                               \
-      weft_cu.cuGetErrorName(r_, &n_);                                                    \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, n_);           \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "support.h"
 
 /* Compiles a test's kernels before anything else, so that machines without a GPU (CI) still
  * check that they compile, and a compile error fails the test instead of skipping it.

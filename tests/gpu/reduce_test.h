@@ -140,16 +140,6 @@ typedef struct rt {
   weft_red_op_t op; /* what rt_check checks against (SUM unless a block sets another) */
 } rt_t;
 
-#define NCCL_OK(call)                                                                     \
-  do {                                                                                    \
-    ncclResult_t r_ = (call);                                                             \
-    if (r_ != ncclSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                \
-              ncclGetErrorString(r_));                                                    \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
 static inline void rt_init(rt_t *t, const char *name) {
   /* NCCL creates NVLink multicast objects unless told not to; the tests keep them off
    * (docs/architecture.md, "NVLink multicast is off"). */

@@ -14,7 +14,7 @@
 
 #include "gpu_test.h"
 #include "gemm_test.h"
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 #include "ops/ops.h"
 
 static weft_comm_t *comm;
@@ -362,7 +362,7 @@ static int tail_budget(const weft_gemm_problem_t *p, int max_sms, int bn, int *t
   return 0;
 }
 
-/* The split tail (kernels/gemm.cu, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
+/* The split tail (kernels/gemm/config.cuh, WEFT_GEMM_TAIL): the cluster tiles of the grid's last, partly
  * filled wave split along k, the last split to arrive summing the partials in split order. On
  * the largest SM budget up to max_sms that splits p's tail: against the float64 reference,
  * twice bit-identical (the counters reset themselves), unsplit (tail_splits 0) against the
@@ -448,7 +448,7 @@ static void graph(void) {
 }
 
 /* Two GEMMs back to back, the second reading the first's C as its A with no sync between them.
- * The second is small enough to launch programmatically (gemm.c) and the first lets its
+ * The second is small enough to launch programmatically (gemm/launch.c) and the first lets its
  * dependents start early, so the second's CTAs may take the SMs the first leaves free (its 128
  * CTAs on a 132-SM GPU) while it runs: they must wait for its C, poisoned before, to be complete.
  * The second's reference is computed afterwards from the first's C as written. */

@@ -1,0 +1,85 @@
+/*
+ * kernels/gemm/mainloop_load.cuh — a part of weft_gemm's body (kernels/gemm/gemm.cu), not a
+ * header to include elsewhere: the producer thread's loads of one work item, the mainloop's
+ * producer side. It picks A's map and first row for the tile (the caller's own rows with
+ * WEFT_GEMM_A_OWN; for a partial last tile row the map of a box of its rows only, tm_a_tail),
+ * then for each of the item's k-blocks waits until the next stage of the ring is free (its empty
+ * barrier), sets the stage's full barrier to expect the stage's bytes and issues the TMA loads
+ * of A's and B's boxes onto it: in a 2x1 cluster each CTA loads half of B and multicasts it to
+ * both; [K,N] B and [K,M] A come as boxes of 64 x 64.
+ *
+ * Included in the producer thread's loop over work items, after the item's w is decoded. Uses the
+ * kernel's M, tm_a, tm_a_own, tm_a_tail, a_tail_rows, a_own_row0, tm_b and WEFT_GEMM_IS_OWN, the
+ * shared-memory layout (sA, sB, bar_full, bar_empty), cta_rank, with WEFT_GEMM_B_EVICT_FIRST the
+ * thread's pol_b, and the thread's stage and phase, which it advances.
+ */
+
+/* B's loads (see WEFT_GEMM_B_EVICT_FIRST; pol_b is the producer's policy) */
+#if WEFT_GEMM_B_EVICT_FIRST
+#define WEFT_GEMM_LOAD_B(d, m, c0, c1, b) weft_gemm_tma_load_hint(d, m, c0, c1, b, pol_b)
+#define WEFT_GEMM_LOAD_B_MC(d, m, c0, c1, b, k) weft_gemm_tma_load_mc_hint(d, m, c0, c1, b, k, pol_b)
+#else
+#define WEFT_GEMM_LOAD_B(d, m, c0, c1, b) weft_gemm_tma_load(d, m, c0, c1, b)
+#define WEFT_GEMM_LOAD_B_MC(d, m, c0, c1, b, k) weft_gemm_tma_load_mc(d, m, c0, c1, b, k)
+#endif
+
+/* A_OWN: the tile's rows from the caller's own rows. A partial last tile row loads only
+ * the rows that exist (whole swizzle atoms; the stage's other rows keep stale bytes,
+ * whose output rows are never stored): the box's out-of-bounds rows held the 128-column
+ * tiles back (H200: 160x8192x14336 134 us against 86 for 256 rows) */
+const int a_tail = a_tail_rows && w.m0 + WEFT_GEMM_BM > M;
+const weft_gemm_tmap_t *map_a =
+    WEFT_GEMM_IS_OWN(w.m0) ? &tm_a_own : a_tail ? &tm_a_tail : &tm_a;
+const int row_a = WEFT_GEMM_IS_OWN(w.m0) ? w.m0 - a_own_row0 : w.m0;
+const u32 stage_tx = a_tail ? (u32)a_tail_rows * (WEFT_GEMM_BK * 2) + WEFT_GEMM_B_BYTES
+                            : WEFT_GEMM_STAGE_BYTES;
+for (int kb = w.kb0; kb < w.kb1; kb++) {
+  const u32 full = bar_full + 8 * stage;
+  weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);
+  const int k0 = kb * WEFT_GEMM_BK;
+#if WEFT_GEMM_CLUSTER_M > 1
+  /* a cluster's second tile may lie wholly past M (odd tile-row count): it loads no A
+   * (its results are not stored) but still multicasts its half of B to its peer */
+  if (w.m0 < M) {
+    weft_gemm_mbar_expect_tx(full, stage_tx);
+    weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
+  } else {
+    weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
+  }
+#elif WEFT_GEMM_A_KMAJOR
+  weft_gemm_mbar_expect_tx(full, stage_tx);
+  weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, k0, row_a, full);
+#else
+  /* [K,M] A: one box of 64 (M) x 64 (K) per consumer warpgroup's rows */
+  weft_gemm_mbar_expect_tx(full, stage_tx);
+  weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES, map_a, row_a, k0, full);
+  weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES + 8192, map_a, row_a + 64, k0, full);
+#endif
+  const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
+#if WEFT_GEMM_B_KMAJOR
+#if WEFT_GEMM_CLUSTER_M > 1
+  /* each CTA loads BN/2 rows of B and multicasts them to both CTAs */
+  WEFT_GEMM_LOAD_B_MC(b_dst + cta_rank * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
+                      w.n0 + (int)cta_rank * (WEFT_GEMM_BN / 2), full, 3);
+#else
+  WEFT_GEMM_LOAD_B(b_dst, &tm_b, k0, w.n0, full);
+#endif
+#else
+  /* [K,N] B: boxes of 64 (N) x 64 (K), 8 KiB each, one per 64 columns; in 2x1 clusters
+   * each CTA loads every other box and multicasts it to both (an odd count, BN = 192,
+   * gives CTA 0 one more: each CTA's barrier still receives the whole tile) */
+#pragma unroll
+  for (int jj = 0; jj < WEFT_GEMM_BN / 64; jj++) {
+#if WEFT_GEMM_CLUSTER_M > 1
+    if (jj % WEFT_GEMM_CLUSTER_M == (int)cta_rank)
+      WEFT_GEMM_LOAD_B_MC(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
+#else
+    WEFT_GEMM_LOAD_B(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full);
+#endif
+  }
+#endif
+  if (++stage == WEFT_GEMM_STAGES) {
+    stage = 0;
+    phase ^= 1;
+  }
+}
