@@ -1,6 +1,6 @@
 /*
  * kernels/alltoall.cu — AllToAll and AllToAllv over the ranks of a node (src/ops/alltoall.c
- * launches; weft/alltoall.h holds the plan, the slicing and the inbox layout): weft_a2a_sm, SM
+ * launches; kernels/alltoall.h holds the plan, the slicing and the inbox layout): weft_a2a_sm, SM
  * push with signals (chunks below a threshold in LL lines), and weft_a2a_ll, LL push for every
  * chunk. Both serve both calls: weft_alltoall is the AllToAllv whose chunks are all `count`
  * elements long, at multiples of count.
@@ -72,7 +72,7 @@
  * block without waiting (nothing it receives comes by SM).
  */
 #include <weft/device.cuh>
-#include <weft/alltoall.h>
+#include "kernels/alltoall.h"
 
 #define A2A_SLOT WEFT_EPOCH_ALLTOALL
 

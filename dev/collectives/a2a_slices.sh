@@ -13,7 +13,7 @@ machine_txt
 variants=${VARIANTS:-256 64 32}
 for v in $variants; do
   kb=${v#old}
-  variant_tree /tmp/weft-a2a-$v include/weft/alltoall.h WEFT_A2A_SLICE_BYTES "(${kb}ull << 10)" || exit 1
+  variant_tree /tmp/weft-a2a-$v kernels/alltoall.h WEFT_A2A_SLICE_BYTES "(${kb}ull << 10)" || exit 1
   [ "$v" != "$kb" ] && cp "$OLD" /tmp/weft-a2a-$v/kernels/alltoall.cu
   variant_build /tmp/weft-a2a-$v "$out/build-$v.log" weft-bench weftrun gpu_test_alltoall &
 done

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/gemm_order.h"
+#include "kernels/gemm/order.h"
 #include "weft/state.h"
 
 #define DEV_CHECK_EXIT 2

@@ -6,5 +6,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/../device/env.sh"
 { date -u; hostname; nvidia-smi -L
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
   nvcc --version | tail -1; git log -1 --format=%h 2>/dev/null; } > "$out/machine.txt" 2>&1
-nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
+nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude -I. dev/gemm/gemm_dev.cu -o "$out/gemm_dev" -lcuda -lnvrtc -lcublas \
   > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; echo BUILD FAILED; exit 1; }

@@ -159,7 +159,7 @@
  *                        SCATTER's, AR_OWN's and AR_COLS's stores)
  *   epilogue_summers.cuh producer warpgroup: AR_SUMMERS's sums
  */
-#include "weft/gemm_order.h"
+#include "kernels/gemm/order.h"
 #include "weft/state.h"
 
 #include "kernels/gemm/config.cuh"

@@ -2,19 +2,19 @@
  * kernels/gemm/tile.cuh — the work decomposition of weft's GEMM (kernels/gemm/gemm.cu):
  * weft_gemm_decode maps work item p of the persistent grid to this CTA's tile (its origin and
  * row-major index), the tile's k-blocks and split: cluster tiles in the grouped order computed on
- * the device (weft/gemm_order.h), in the host's table (WEFT_GEMM_ORDER_TABLE) or, with
+ * the device (kernels/gemm/order.h), in the host's table (WEFT_GEMM_ORDER_TABLE) or, with
  * WEFT_GEMM_AR_COLS, the tile columns from a rotation on; k_splits items a tile with
  * WEFT_GEMM_SPLITK (the CTAs of a cluster with WEFT_GEMM_CLUSTER_K), and for the last tail_tiles
  * tiles only with WEFT_GEMM_TAIL. The producer thread, the waiter, the storers and the consumers
  * each decode the same items.
  *
  * Expects nothing before it: includes kernels/gemm/config.cuh (the defines) and
- * weft/gemm_order.h.
+ * kernels/gemm/order.h.
  */
 #ifndef WEFT_KERNELS_GEMM_TILE_CUH
 #define WEFT_KERNELS_GEMM_TILE_CUH
 
-#include "weft/gemm_order.h"
+#include "kernels/gemm/order.h"
 #include "kernels/gemm/config.cuh"
 
 /* ---------------------------------------------------------------------------------------- */

@@ -29,7 +29,7 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm/gemm.h"
-#include "weft/swizzle.h"
+#include "kernels/swizzle.h"
 
 weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
   return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t),

@@ -1,6 +1,6 @@
 /*
  * alltoall.c — weft_alltoall and weft_alltoallv: argument checks, the choice of algorithm, the
- * plan (weft/alltoall.h: per-peer byte ranges and the blocks of each pair) and the launches of
+ * plan (kernels/alltoall.h: per-peer byte ranges and the blocks of each pair) and the launches of
  * kernels/alltoall.cu (see there for the protocols). Shapes, in elements of
  * weft_dtype_size(dtype) bytes: AllToAll sendbuf [world][count], recvbuf [world][count]
  * symmetric; AllToAllv chunks at the caller's element displacements, recvbuf symmetric.
@@ -14,7 +14,7 @@
 
 #include "../runtime/module.h"
 #include "../runtime/comm.h"
-#include "weft/alltoall.h"
+#include "kernels/alltoall.h"
 
 #define A2A_THREADS 512
 /* AUTO's LL limit: bytes a rank pushes in all. On two H200s (2026-11-25,

@@ -52,6 +52,7 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm/gemm.h"
+#include "tp.h"
 
 #define GEMM_AR_COUNTERS 4096 /* row-block counters: 64-row blocks of m <= 262144, coarser above */
 #define GEMM_AR_ITEMS 16384   /* arrival counters: pieces of all slices of one call */

@@ -51,7 +51,8 @@
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
 #include "gemm/gemm.h"
-#include "weft/swizzle.h"
+#include "tp.h"
+#include "kernels/swizzle.h"
 
 #define GEMM_RS_COUNTERS 4096 /* stored-tile counters: 64-row blocks of m <= 262144 */
 #define GEMM_RS_THREADS 512

@@ -1,5 +1,5 @@
 /*
- * test_alltoall_plan.c — the arithmetic of weft/alltoall.h, which kernels/alltoall.cu runs as
+ * test_alltoall_plan.c — the arithmetic of kernels/alltoall.h, which kernels/alltoall.cu runs as
  * it is here: for world sizes 1 to WEFT_MAX_LOCAL_RANKS, random chunk sizes sent and received
  * (zeros, tiny, around the slice sizes, skewed, huge), block budgets and LL thresholds (none,
  * AUTO's, all: the slices of LL pairs follow both of their chunks), every block maps to exactly
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "weft.h"
-#include "weft/alltoall.h"
+#include "kernels/alltoall.h"
 #include "support.h"
 
 static unsigned long long rng = 0x243F6A8885A308D3ull;

@@ -1,5 +1,5 @@
 /*
- * test_gemm_order.c — weft/gemm_order.h compiled as host C: every tile-order function (grouped,
+ * test_gemm_order.c — kernels/gemm/order.h compiled as host C: every tile-order function (grouped,
  * grouped rotated, Hilbert table, grouped table) must visit each tile of a tiles_m x tiles_n grid
  * exactly once, for many grids (squares, thin, non-multiples of the group) and groups; and the
  * grouped order is the one its comment defines (every path of it, the shift-only one of a single
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weft/gemm_order.h"
+#include "kernels/gemm/order.h"
 
 static int check_perm(const int *table, int n, const char *what, int tm, int tn, int g) {
   static unsigned char seen[1 << 16];

@@ -1,5 +1,5 @@
 /*
- * test_swizzle.c — weft/swizzle.h compiled as host C, checked against brute force over rows.
+ * test_swizzle.c — kernels/swizzle.h compiled as host C, checked against brute force over rows.
  *
  * For every grid (world 1..32, nnodes 1/2/4, m_per_rank from 1 row to several tiles, 997 among
  * them, tiles of 64/128/256 rows) and every rank:
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "support.h"
-#include "weft/swizzle.h"
+#include "kernels/swizzle.h"
 
 #define MAXT 4096
 

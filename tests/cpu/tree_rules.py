@@ -8,9 +8,10 @@
 layers: host code is stacked jit <- runtime <- ops <- tools; a file includes its own layer, the
 ones to its left, src/internal.h and the public headers (include/), never a layer to its right.
 The tools include the public API, the one internal header written for them (src/tools.h) and
-the check macros they share with the tests (tests/support.h). The
-device library (include/weft/) and the kernels (kernels/) include only the device library and the
-kernels' own headers, by their full names (NVRTC resolves in-memory headers by exact name).
+the check macros they share with the tests (tests/support.h). The ops may include the kernels'
+headers that compile as host C too (kernels/swizzle.h, ...). The device library (include/weft/)
+includes only its own files, the kernels (kernels/) those and their own headers, all by full
+name (NVRTC resolves in-memory headers by exact name).
 
 words: the repository describes the product, not its making: no development stage numbers
 ("stop 12", "...-stop28.md"), no sessions, no issue numbers, no paths outside the repository.
@@ -32,6 +33,7 @@ LAYERS = [
     ("src/jit/", "jit", 2),
     ("src/runtime/", "runtime", 3),
     ("src/ops/", "ops", 4),
+    ("kernels/", "kernels", 4),  # the kernels' headers the ops share as host C
     ("src/tools.h", "tools-header", 4),
     ("tests/support.h", "test-support", 4),
     ("tools/", "tools", 5),
@@ -90,9 +92,10 @@ def check_layers(root):
         for kind, target in INCLUDE_RE.findall(text):
             if path.startswith("include/") and target == "stdint.h":
                 continue  # state.h's host-C branch
-            if not target.startswith(("weft/", "kernels/")) or resolve(root, path, target) is None:
-                bad.append(f"{path}: device code includes {kind}{target}: only the device "
-                           "library and kernels/ headers, by full name")
+            allowed = ("weft/",) if path.startswith("include/") else ("weft/", "kernels/")
+            if not target.startswith(allowed) or resolve(root, path, target) is None:
+                bad.append(f"{path}: device code includes {kind}{target}: the device library "
+                           "only its own files, kernels/ those and kernels/ headers, by full name")
     return bad
 
 

@@ -215,32 +215,4 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
 weft_status_t weft_gemm_prepare(weft_comm_t *comm, const weft_gemm_problem_t *p,
                                 const weft_gemm_config_t *cfg, const weft_gemm_hooks_t *hooks);
 
-/* GEMM + ReduceScatter's pieces that weft_gemm_ar reuses (gemm_rs.c). The check fills p (C =
- * the partial product in the workspace, ldc = n) after checking every argument of weft_gemm_rs
- * (op names the public call in messages, algos[0..nalgos) its algorithms besides AUTO; c, which
- * must not overlap the workspace, holds all m rows when c_all_rows, i.e. for weft_gemm_ar, else
- * m / world). */
-weft_status_t weft_gemm_rs_check(weft_comm_t *comm, const void *a, int lda, const void *b, int ldb,
-                                 const void *c, const void *workspace, int m, int n, int k,
-                                 weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
-                                 weft_algo_t algo, const weft_algo_t *algos, int nalgos,
-                                 int c_all_rows, const char *op, weft_gemm_problem_t *p);
-/* Bytes of workspace weft_gemm_ar's SM form needs (gemm_ar.c); weft_gemm_rs_workspace_size
- * returns at least this. */
-size_t weft_gemm_ar_workspace_bytes(int world, int m, int n, weft_dtype_t out);
-struct weft_ops_plan;
-/* GEMM + AllReduce's copy-engine form (weft_gemm_ar, gemm_ar.c; c all m rows, symmetric): the
- * overlapped GEMM + ReduceScatter whose reduction stores this rank's segment into every rank's c
- * (gemm_rs.c's file comment). 0 in *done where the problem cannot take it (a split-K
- * configuration, too many counters), nothing enqueued then. */
-weft_status_t weft_gemm_rs_allreduce(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                     const struct weft_ops_plan *plan, const void *a, const void *b,
-                                     void *c, void *workspace, CUstream stream, int *done);
-/* A checked call's arguments, which the autotuner's trials run again (gemm_rs.c, gemm_ar.c). */
-typedef struct weft_gemm_rs_call {
-  const weft_gemm_problem_t *p;
-  const void *a, *b;
-  void *c, *workspace;
-} weft_gemm_rs_call_t;
-
 #endif

@@ -1,5 +1,5 @@
 /*
- * weft/alltoall.h — the plan of one weft_alltoall / weft_alltoallv call: what this rank sends to
+ * kernels/alltoall.h — the plan of one weft_alltoall / weft_alltoallv call: what this rank sends to
  * and receives from each local peer, and which blocks of the kernel copy which part of which
  * chunk. Compiles as host C11 and as NVRTC device code, so that the host (src/ops/alltoall.c)
  * fills exactly what the kernel (kernels/alltoall.cu) reads and the CPU test

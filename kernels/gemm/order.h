@@ -1,5 +1,5 @@
 /*
- * weft/gemm_order.h — the order in which a persistent GEMM visits its output tiles, shared by
+ * kernels/gemm/order.h — the order in which a persistent GEMM visits its output tiles, shared by
  * host C (tables, tests) and device code (kernels/gemm/gemm.cu computes the grouped order on the fly).
  *
  * Tiles form a tiles_m x tiles_n grid (row-major tile index = tm * tiles_n + tn). Every function

@@ -1,5 +1,5 @@
 /*
- * weft/swizzle.h — distributed tile and chunk orders for overlapped AllGather / ReduceScatter
+ * kernels/swizzle.h — distributed tile and chunk orders for overlapped AllGather / ReduceScatter
  * ops, shared by host C (tables, tests) and device code (a persistent GEMM computes its order on
  * the fly). No system headers: it compiles under NVRTC as it is.
  *
@@ -48,7 +48,7 @@
 #ifndef WEFT_SWIZZLE_H
 #define WEFT_SWIZZLE_H
 
-#include "weft/gemm_order.h"
+#include "kernels/gemm/order.h"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define WEFT_SWIZZLE_HD static __host__ __device__ __forceinline__
