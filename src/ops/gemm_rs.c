@@ -313,13 +313,12 @@ static weft_status_t gemm_rs_fused(weft_comm_t *comm, const weft_gemm_problem_t 
   return gemm_rs_reset(comm, 0, stream);
 }
 
-/* One weft_gemm_rs call of a checked problem as `plan` (AUTO: by size) into c, [m / world, n]
- * contiguous, with comm's context current. */
+/* One weft_gemm_rs call of a checked, non-empty problem as `plan` (AUTO: by size) into c,
+ * [m / world, n] contiguous, with comm's context current. */
 static weft_status_t gemm_rs_enqueue(weft_comm_t *comm, const weft_gemm_problem_t *p, const void *a,
                                      const void *b, void *c, void *workspace,
                                      const weft_ops_plan_t *plan, CUstream stream) {
   int world = comm->local_world;
-  if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
   weft_algo_t algo;
   WEFT_CHECK(weft_ops_form(comm, plan, "gemm_rs", p, 0, &algo));
   int done = 0;
