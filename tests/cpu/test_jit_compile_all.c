@@ -1,13 +1,14 @@
 /*
  * test_jit_compile_all.c — NVRTC compiles, for sm_90a, everything embedded in libweft: each
- * device-library header alone (a one-line TU that includes it), all headers together, and each
- * kernel file (kernels/NAME.cu) once per variant it declares, where a register spill fails it
- * (kernels/gemm/gemm.cu's configurations: test_gemm_configs.c). Iterates the embedded table, so
- * new headers and kernels are covered without editing this file. Needs no GPU; the cache is off
- * so that every compile really runs.
+ * device-library header alone (a one-line TU that includes it), all headers together, each .h of
+ * kernels/ alone (the kernels' headers that the ops share as host C), and each kernel file
+ * (kernels/NAME.cu) once per variant it declares, where a register spill fails it
+ * (kernels/gemm/gemm.cu's configurations: test_gemm_configs.c). Iterates the embedded table, so new
+ * headers and kernels are covered without editing this file. Needs no GPU; the cache is off so that
+ * every compile really runs.
  *
  * A kernel file declares the -D sets it must compile with in lines such as
- *     // weft-jit-variant: -DBLOCK_M=128 -DBLOCK_N=256
+ *   // weft-jit-variant: -DBLOCK_M=128 -DBLOCK_N=256
  * (options separated by blanks); a file without such lines is compiled once with none.
  */
 // weft-test: timeout=600
@@ -104,11 +105,16 @@ int main(void) {
   int headers = 0;
   for (int i = 0; i < weft_embedded_count; i++) {
     const weft_embedded_file_t *f = &weft_embedded_files[i];
-    if (!strncmp(f->name, "kernels/", 8)) continue;
+    size_t n = strlen(f->name);
+    /* kernels/: the .h files that the ops share as host C compile alone too; the kernels'
+     * .cuh parts need their kernel's defines */
+    int kernel_h = !strncmp(f->name, "kernels/", 8) && n > 2 && !strcmp(f->name + n - 2, ".h");
+    if (!strncmp(f->name, "kernels/", 8) && !kernel_h) continue;
     char src[512], name[512];
     snprintf(src, sizeof src, "#include <%s>\n", f->name);
     snprintf(name, sizeof name, "include_%s.cu", f->name);
     compile(f->name, src, name, NULL, 0);
+    if (kernel_h) continue;
     strcat(all, src);
     headers++;
   }
