@@ -445,6 +445,60 @@ WEFT_API weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf,
                                       weft_stream_t stream);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Mixture of experts: the routing plan                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The most experts a routing plan takes. */
+#define WEFT_MOE_MAX_EXPERTS 4096
+
+/* An MoE layer's routing, laid out as a grouped GEMM reads it (the dynamic tile mapping of
+ * TileLink, §4.1). The router's topk_ids [tokens, topk] name, for entry e = token * topk + slot,
+ * the expert that entry goes to. The plan puts every expert's entries in rows of one matrix,
+ * experts in order, each expert's rows contiguous and padded with empty rows to a multiple of
+ * tile_rows, so that each tile row of tile_rows rows belongs to one expert: expert x's entries
+ * are rows [offsets[x], offsets[x] + counts[x]), its padding up to offsets[x + 1]. Within an
+ * expert the entries' order is unspecified (a row's product does not depend on it). All arrays
+ * are device memory, in the workspace weft_moe_route was given, and stay valid while it does. */
+typedef struct weft_moe_routing {
+  int tokens, topk, experts, tile_rows;
+  long long max_rows; /* rows the arrays are sized for, whatever the routing (weft_moe_route) */
+  int *counts;        /* [experts]: entries each expert received */
+  int *offsets;       /* [experts + 1]: each expert's first row; offsets[experts]: rows in use */
+  int *row_entry;     /* [max_rows]: the entry each row holds; -1 in padding and past the end */
+  int *entry_row;     /* [tokens * topk]: the row each entry went to; -1 for an invalid id */
+  int *tile_expert;   /* [max_rows / tile_rows]: each tile row's expert; -1 past the end */
+  int *tiles;         /* [1]: tile rows in use (0 after an invalid id: nothing to compute) */
+} weft_moe_routing_t;
+
+/* Bytes of device workspace weft_moe_route needs for a plan of these sizes (tokens >= 0,
+ * topk >= 1, 1 <= experts <= WEFT_MOE_MAX_EXPERTS, tile_rows a multiple of 16 from 16 to 256),
+ * and the rows it is sized for: tokens * topk + min(experts, tokens * topk) * (tile_rows - 1),
+ * every expert's padding at its largest. */
+WEFT_API weft_status_t weft_moe_routing_size(int tokens, int topk, int experts, int tile_rows,
+                                             size_t *workspace_bytes, long long *max_rows);
+
+/* Builds the routing plan of topk_ids ([tokens, topk] int32, device memory) on stream, in
+ * workspace (device memory of at least weft_moe_routing_size's bytes, 256-byte aligned), and fills
+ * *routing with its arrays. On the GPU, with no host synchronisation: a CUDA graph captures it,
+ * and the plan's sizes (counts, offsets, tiles) stay on the device. An id outside [0, experts)
+ * leaves that entry out (entry_row -1) and makes the plan empty (tiles 0), so that the grouped
+ * GEMMs that read it compute and write nothing; the next weft_stream_synchronize (or
+ * weft_comm_get_async_error) returns WEFT_STATUS_INVALID_ARGUMENT naming the entry, once. Local
+ * to this GPU (no other rank takes part). */
+WEFT_API weft_status_t weft_moe_route(weft_comm_t *comm, const int32_t *topk_ids, int tokens,
+                                      int topk, int experts, int tile_rows, void *workspace,
+                                      size_t workspace_bytes, weft_moe_routing_t *routing,
+                                      weft_stream_t stream);
+
+/* The grouped GEMM's A in the plan's row order: row r of out ([routing->max_rows, hidden]) is
+ * token row_entry[r] / topk of x ([tokens, hidden]), zeros in padding rows; rows past the ones in
+ * use are not written. Any dtype (moved bit for bit); hidden * its size a multiple of 16 bytes,
+ * x and out 16-byte aligned and not overlapping. */
+WEFT_API weft_status_t weft_moe_gather(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                       const void *x, int hidden, weft_dtype_t dtype, void *out,
+                                       weft_stream_t stream);
+
+/* ------------------------------------------------------------------------------------------ */
 /* GEMM (local to this GPU; the building block of the overlapped ops)                          */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -101,6 +101,10 @@ typedef struct weft_device_error {
 /* Ranks passed counts that disagree (weft_alltoallv): reported without a trap, the call completes
  * with the smaller count, and the host clears the record once it has read it. */
 #define WEFT_DEVICE_ERROR_MISMATCH 3u
+/* A kernel found input it cannot use (an MoE expert id outside [0, experts)): reported without a
+ * trap (signal_index: where, expected: the bound, observed: the value), the input left out, and
+ * the host clears the record once it has read it. */
+#define WEFT_DEVICE_ERROR_INVALID 4u
 #define WEFT_DEVICE_ERROR_BUSY 0xffffffffu /* claimed; the other fields not yet written */
 
 typedef struct weft_device_state {

@@ -153,9 +153,9 @@ static __device__ __forceinline__ weft_u64_t weft_signal_index(const void *sig) 
   return off < weft_state.heap_size ? off / 8 : ~0ull;
 }
 
-/* Writes the host-mapped error record if it is free (the first reporter wins, except that a
- * fatal report replaces a count mismatch, which lets its kernel go on): claimed with
- * WEFT_DEVICE_ERROR_BUSY, filled, then given its status, so that the host never reads a status
+/* Writes the host-mapped error record if it is free (the first reporter wins, except that a fatal
+ * report replaces a count mismatch or an invalid input, which let their kernels go on): claimed
+ * with WEFT_DEVICE_ERROR_BUSY, filled, then given its status, so that the host never reads a status
  * with half-written fields. */
 static __device__ __noinline__ void weft_error_record(unsigned status, const char *op, int peer,
                                                      int cmp, weft_u64_t index,
@@ -164,7 +164,8 @@ static __device__ __noinline__ void weft_error_record(unsigned status, const cha
   if (!e) return;
   /* System scope: the record is host memory, which the host frees with its own CAS. */
   unsigned old = atomicCAS_system((unsigned *)&e->status, 0u, WEFT_DEVICE_ERROR_BUSY);
-  if (old == WEFT_DEVICE_ERROR_MISMATCH && status != WEFT_DEVICE_ERROR_MISMATCH)
+  if ((old == WEFT_DEVICE_ERROR_MISMATCH || old == WEFT_DEVICE_ERROR_INVALID) &&
+      (status == WEFT_DEVICE_ERROR_TIMEOUT || status == WEFT_DEVICE_ERROR_ABORTED))
     old = atomicCAS_system((unsigned *)&e->status, old, WEFT_DEVICE_ERROR_BUSY) == old ? 0u : old;
   if (old != 0u) return;
   e->rank = weft_state.rank;

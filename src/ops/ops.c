@@ -23,6 +23,7 @@ static const struct {
     {"gemm_rs", weft_gemm_rs_init, weft_gemm_rs_destroy},
     {"gemm_ar", weft_gemm_ar_init, weft_gemm_ar_destroy},
     {"alltoall", weft_alltoall_init, weft_alltoall_destroy},
+    {"moe", weft_moe_init, weft_moe_destroy},
 };
 
 size_t weft_dtype_size(weft_dtype_t dtype) {

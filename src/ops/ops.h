@@ -111,6 +111,9 @@ typedef struct weft_ops {
   uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
   unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
   size_t a2a_ll_slot;
+  /* MoE routing (kernels/moe_route.cu) */
+  struct weft_module *moe;
+  struct weft_kernel *moe_count, *moe_plan, *moe_place, *moe_gather;
   /* fork/join of copy-engine work over the side stream */
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;
@@ -150,6 +153,8 @@ weft_status_t weft_gemm_ar_init(weft_comm_t *comm);
 void weft_gemm_ar_destroy(weft_comm_t *comm);
 weft_status_t weft_alltoall_init(weft_comm_t *comm);
 void weft_alltoall_destroy(weft_comm_t *comm);
+weft_status_t weft_moe_init(weft_comm_t *comm);
+void weft_moe_destroy(weft_comm_t *comm);
 
 /* The side stream starts after everything so far on stream (fork), and stream continues after
  * everything on the side stream (join). */

@@ -425,11 +425,17 @@ weft_status_t weft_comm_get_async_error(weft_comm_t *comm) {
     return weft_error_quiet(comm, WEFT_STATUS_ABORTED, line);
   }
   e.op[sizeof e.op - 1] = 0;
-  if (status == WEFT_DEVICE_ERROR_MISMATCH) {
+  if (status == WEFT_DEVICE_ERROR_MISMATCH || status == WEFT_DEVICE_ERROR_INVALID) {
     /* No kernel trapped: the context is sound, so the report is given once and the record freed
      * for the next one. */
     __atomic_compare_exchange_n(&comm->error_host->status, &status, 0u, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_RELAXED);
+    if (status == WEFT_DEVICE_ERROR_INVALID)
+      return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                      "rank %d, %s %lld at entry %llu is outside [0, %llu) (that entry was left "
+                      "out, and the call's GEMMs compute nothing)",
+                      e.rank, e.op, (long long)e.observed, (unsigned long long)e.signal_index,
+                      (unsigned long long)e.expected);
     return WEFT_ERR(comm, WEFT_STATUS_MISMATCH,
                     "rank %d, %s: %llu elements here, rank %d has %llu (that pair's data was cut "
                     "to the smaller count)",

@@ -1,0 +1,51 @@
+/*
+ * kernels/moe.h — the arithmetic of an MoE routing plan, shared by host C (src/ops/moe.c, the
+ * CPU tests) and the routing kernels (kernels/moe_route.cu). No system headers: it compiles under
+ * NVRTC as it is.
+ *
+ * A routing plan lays the router's choices out as a grouped GEMM reads them (the dynamic tile
+ * mapping of TileLink, §4.1): the `entries = tokens * topk` pairs (token t, its slot j), entry
+ * t * topk + j choosing expert topk_ids[entry], become rows of one matrix in which every expert's
+ * rows are contiguous, in expert order, and padded with empty rows to a multiple of tile_rows, so
+ * that every tile row of tile_rows rows belongs to exactly one expert and the grouped GEMM needs
+ * no per-row expert test. Expert e's rows are [offsets[e], offsets[e] + counts[e]), its padding
+ * up to offsets[e + 1] = offsets[e] + round_up(counts[e], tile_rows); tile row i belongs to
+ * expert tile_expert[i]. Within an expert the entries' order is unspecified (the kernels place
+ * them with atomics): a row's product does not depend on its position, so results do not either.
+ */
+#ifndef WEFT_KERNELS_MOE_H
+#define WEFT_KERNELS_MOE_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WEFT_MOE_HD static __host__ __device__ __forceinline__
+#else
+#define WEFT_MOE_HD static inline
+#endif
+
+/* weft_moe_plan's block (kernels/moe_route.cu: one block builds the whole plan). */
+#define WEFT_MOE_PLAN_THREADS 512
+
+/* The tile heights a plan pads to: the grouped GEMM's tile rows. */
+#define WEFT_MOE_TILE_ROWS_MIN 16
+#define WEFT_MOE_TILE_ROWS_MAX 256
+
+/* The most rows a plan of these sizes can use: every entry once, plus at most tile_rows - 1
+ * padding rows for each expert that holds an entry (at most min(experts, entries) of them). The
+ * plan's buffers are sized by it, whatever the routing. */
+WEFT_MOE_HD long long weft_moe_max_rows(long long tokens, int topk, int experts, int tile_rows) {
+  long long entries = tokens * topk;
+  long long holders = entries < experts ? entries : experts;
+  return entries + holders * (tile_rows - 1);
+}
+
+/* The most tile rows of such a plan. */
+WEFT_MOE_HD long long weft_moe_max_tiles(long long tokens, int topk, int experts, int tile_rows) {
+  return weft_moe_max_rows(tokens, topk, experts, tile_rows) / tile_rows;
+}
+
+/* Rows expert e takes for `count` entries. */
+WEFT_MOE_HD long long weft_moe_padded(long long count, int tile_rows) {
+  return (count + tile_rows - 1) / tile_rows * tile_rows;
+}
+
+#endif /* WEFT_KERNELS_MOE_H */

@@ -1,0 +1,104 @@
+/*
+ * kernels/moe_route.cu — an MoE layer's routing plan on the GPU (src/ops/moe.c launches these;
+ * kernels/moe.h says what the plan is): from the router's topk_ids [tokens, topk], every expert's
+ * entries counted, laid out in rows padded per expert to the grouped GEMM's tile height, and every
+ * tile row tagged with its expert (the dynamic tile mapping of TileLink, §4.1); then the tokens'
+ * activations gathered into that row order. Three small kernels and the gather, no host sync in
+ * between, so a CUDA graph captures the whole routing.
+ *
+ *   weft_moe_count   grid: each block counts its entries in shared memory, then adds its counts
+ *                    into counts[] (zeroed by the launcher); an id outside [0, experts) is left
+ *                    out and reported (first_bad, and the error record: WEFT_DEVICE_ERROR_INVALID)
+ *   weft_moe_plan    one block: the padded offsets (a scan), the placement cursors, the tile
+ *                    table, -1 in every padding row and past the rows in use; no tile rows at all
+ *                    after a bad id, so that the GEMMs that follow compute and write nothing
+ *   weft_moe_place   grid: each entry takes the next row of its expert (an atomic cursor)
+ *   weft_moe_gather  grid: row r of out = the token row of entry row_entry[r] (zeros in padding)
+ */
+#include <weft/device.cuh>
+
+#include "kernels/moe.h"
+
+extern "C" __global__ void weft_moe_count(const int *ids, long long entries, int experts,
+                                          int *counts, int *first_bad) {
+  extern __shared__ int hist[];
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) hist[e] = 0;
+  __syncthreads();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < entries;
+       i += (long long)gridDim.x * blockDim.x) {
+    int e = ids[i];
+    if ((unsigned)e < (unsigned)experts) {
+      atomicAdd(&hist[e], 1);
+    } else if (atomicCAS(first_bad, -1, (int)i) == -1) {
+      weft_error_record(WEFT_DEVICE_ERROR_INVALID, "moe_route: expert id", -1, WEFT_CMP_LT,
+                        (weft_u64_t)i, (weft_u64_t)experts, (weft_u64_t)(long long)e);
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < experts; e += blockDim.x)
+    if (hist[e]) atomicAdd(&counts[e], hist[e]);
+}
+
+extern "C" __global__ void __launch_bounds__(WEFT_MOE_PLAN_THREADS)
+weft_moe_plan(const int *counts, int experts, int tile_rows, long long max_rows,
+              const int *first_bad, int *offsets, int *cursor, int *tile_expert, int *tiles,
+              int *row_entry) {
+  __shared__ long long part[WEFT_MOE_PLAN_THREADS];
+  const int t = threadIdx.x, n = blockDim.x;
+  /* each thread a run of experts; an inclusive scan of the runs' padded rows over the block */
+  int per = (experts + n - 1) / n, e0 = t * per, e1 = e0 + per < experts ? e0 + per : experts;
+  long long mine = 0;
+  for (int e = e0; e < e1; e++) mine += weft_moe_padded(counts[e], tile_rows);
+  part[t] = mine;
+  __syncthreads();
+  for (int off = 1; off < n; off *= 2) {
+    long long v = t >= off ? part[t - off] : 0;
+    __syncthreads();
+    part[t] += v;
+    __syncthreads();
+  }
+  const long long total = part[n - 1];
+  long long row = part[t] - mine;
+  for (int e = e0; e < e1; e++) {
+    long long pad = weft_moe_padded(counts[e], tile_rows);
+    offsets[e] = (int)row, cursor[e] = (int)row;
+    for (long long r = row / tile_rows; r < (row + pad) / tile_rows; r++) tile_expert[r] = e;
+    for (long long r = row + counts[e]; r < row + pad; r++) row_entry[r] = -1;
+    row += pad;
+  }
+  if (t == 0) {
+    offsets[experts] = (int)total;
+    *tiles = *first_bad >= 0 ? 0 : (int)(total / tile_rows);
+  }
+  for (long long r = total + t; r < max_rows; r += n) row_entry[r] = -1;
+  for (long long r = total / tile_rows + t; r < max_rows / tile_rows; r += n) tile_expert[r] = -1;
+}
+
+extern "C" __global__ void weft_moe_place(const int *ids, long long entries, int experts,
+                                          int *cursor, int *row_entry, int *entry_row) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < entries;
+       i += (long long)gridDim.x * blockDim.x) {
+    int e = ids[i], r = -1;
+    if ((unsigned)e < (unsigned)experts) {
+      r = atomicAdd(&cursor[e], 1);
+      row_entry[r] = (int)i;
+    }
+    entry_row[i] = r;
+  }
+}
+
+/* Rows of `row_bytes` bytes (a multiple of 16, as are x and out) in 16-byte pieces; rows from
+ * tiles[0] * tile_rows on are left as they are (no GEMM reads them). */
+extern "C" __global__ void weft_moe_gather(const uint4 *x, const int *row_entry, const int *tiles,
+                                           int tile_rows, int topk, long long row_bytes,
+                                           uint4 *out) {
+  long long pieces = row_bytes / 16, rows = (long long)*tiles * tile_rows;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * pieces;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long r = i / pieces, c = i - r * pieces;
+    int entry = row_entry[r];
+    uint4 v = {0u, 0u, 0u, 0u};
+    if (entry >= 0) v = x[(long long)(entry / topk) * pieces + c];
+    out[i] = v;
+  }
+}

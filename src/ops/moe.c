@@ -1,0 +1,170 @@
+/*
+ * moe.c — weft_moe_route and weft_moe_gather: argument checks, the plan's workspace layout and
+ * the launches of kernels/moe_route.cu (see there for the kernels; kernels/moe.h for the plan's
+ * arithmetic). Local to this GPU.
+ */
+#include "ops.h"
+
+#include <limits.h>
+
+#include "../runtime/comm.h"
+#include "../runtime/loader.h"
+#include "../runtime/module.h"
+#include "kernels/moe.h"
+
+#define MOE_THREADS 512
+#define MOE_ALIGN 256
+
+weft_status_t weft_moe_init(weft_comm_t *comm) {
+  weft_ops_t *o = comm->ops;
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/moe_route.cu", NULL, 0, &o->moe));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_count", &o->moe_count));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_plan", &o->moe_plan));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_place", &o->moe_place));
+  return weft_module_get_kernel(o->moe, "weft_moe_gather", &o->moe_gather);
+}
+
+void weft_moe_destroy(weft_comm_t *comm) {
+  if (comm->ops->moe) weft_module_unload(comm->ops->moe);
+}
+
+/* The workspace, in order, each array MOE_ALIGN-aligned: counts [experts], offsets [experts + 1],
+ * the placement cursors [experts], first_bad [1], tiles [1], tile_expert [max tiles], row_entry
+ * [max rows], entry_row [entries]; *bytes in all (the offsets with base 0). */
+typedef struct moe_layout {
+  size_t counts, offsets, cursor, first_bad, tiles, tile_expert, row_entry, entry_row, bytes;
+} moe_layout_t;
+
+static void moe_layout(int experts, long long max_rows, long long max_tiles, long long entries,
+                       moe_layout_t *l) {
+  size_t at = 0;
+#define MOE_PLACE(field, count)                                                           \
+  l->field = at;                                                                          \
+  at += ((size_t)(count) * sizeof(int) + MOE_ALIGN - 1) / MOE_ALIGN * MOE_ALIGN;
+  MOE_PLACE(counts, experts)
+  MOE_PLACE(offsets, experts + 1)
+  MOE_PLACE(cursor, experts)
+  MOE_PLACE(first_bad, 1)
+  MOE_PLACE(tiles, 1)
+  MOE_PLACE(tile_expert, max_tiles)
+  MOE_PLACE(row_entry, max_rows)
+  MOE_PLACE(entry_row, entries)
+#undef MOE_PLACE
+  l->bytes = at;
+}
+
+/* The size checks weft_moe_routing_size and weft_moe_route share (comm: where to record). */
+static weft_status_t moe_sizes(weft_comm_t *comm, int tokens, int topk, int experts,
+                               int tile_rows, long long *max_rows) {
+  WEFT_ARG(comm, tokens >= 0, "tokens %d is negative", tokens);
+  WEFT_ARG(comm, topk >= 1, "topk %d: at least 1", topk);
+  WEFT_ARG(comm, experts >= 1 && experts <= WEFT_MOE_MAX_EXPERTS, "experts %d: 1 to %d", experts,
+           WEFT_MOE_MAX_EXPERTS);
+  WEFT_ARG(comm, topk <= experts, "topk %d exceeds the %d experts", topk, experts);
+  WEFT_ARG(comm,
+           tile_rows >= WEFT_MOE_TILE_ROWS_MIN && tile_rows <= WEFT_MOE_TILE_ROWS_MAX &&
+               tile_rows % 16 == 0,
+           "tile_rows %d: a multiple of 16 from %d to %d", tile_rows, WEFT_MOE_TILE_ROWS_MIN,
+           WEFT_MOE_TILE_ROWS_MAX);
+  *max_rows = weft_moe_max_rows(tokens, topk, experts, tile_rows);
+  WEFT_ARG(comm, *max_rows <= INT_MAX, "%d tokens x %d experts each: %lld rows, more than a plan's "
+           "%d", tokens, topk, *max_rows, INT_MAX);
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_moe_routing_size(int tokens, int topk, int experts, int tile_rows,
+                                    size_t *workspace_bytes, long long *max_rows) {
+  WEFT_ARG(NULL, workspace_bytes, "workspace_bytes is NULL");
+  long long rows = 0;
+  WEFT_CHECK(moe_sizes(NULL, tokens, topk, experts, tile_rows, &rows));
+  moe_layout_t l;
+  moe_layout(experts, rows, rows / tile_rows, (long long)tokens * topk, &l);
+  *workspace_bytes = l.bytes;
+  if (max_rows) *max_rows = rows;
+  return WEFT_STATUS_SUCCESS;
+}
+
+static unsigned moe_grid(const weft_comm_t *comm, long long items) {
+  return weft_ops_gpu_grid(&comm->ops->gpu, (unsigned long long)(items + MOE_THREADS - 1) /
+                                                MOE_THREADS);
+}
+
+weft_status_t weft_moe_route(weft_comm_t *comm, const int32_t *topk_ids, int tokens, int topk,
+                             int experts, int tile_rows, void *workspace, size_t workspace_bytes,
+                             weft_moe_routing_t *routing, weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  long long max_rows = 0;
+  WEFT_CHECK(moe_sizes(comm, tokens, topk, experts, tile_rows, &max_rows));
+  long long entries = (long long)tokens * topk;
+  WEFT_ARG(comm, topk_ids || entries == 0, "topk_ids is NULL");
+  WEFT_ARG(comm, routing, "routing is NULL");
+  moe_layout_t l;
+  moe_layout(experts, max_rows, max_rows / tile_rows, entries, &l);
+  WEFT_ARG(comm, workspace && ((uintptr_t)workspace % MOE_ALIGN) == 0,
+           "workspace %p: device memory, %d-byte aligned", workspace, MOE_ALIGN);
+  WEFT_ARG(comm, workspace_bytes >= l.bytes,
+           "workspace of %zu bytes; this plan needs %zu (weft_moe_routing_size)", workspace_bytes,
+           l.bytes);
+  WEFT_CHECK(weft_comm_make_current(comm));
+  char *w = workspace;
+  weft_moe_routing_t r = {tokens, topk, experts, tile_rows, max_rows,
+                          (int *)(w + l.counts), (int *)(w + l.offsets), (int *)(w + l.row_entry),
+                          (int *)(w + l.entry_row), (int *)(w + l.tile_expert),
+                          (int *)(w + l.tiles)};
+  int *cursor = (int *)(w + l.cursor), *first_bad = (int *)(w + l.first_bad);
+  weft_ops_t *o = comm->ops;
+  CUstream s = (CUstream)stream;
+  WEFT_CU(comm, cuMemsetD32Async((CUdeviceptr)(uintptr_t)r.counts, 0, (size_t)experts, s));
+  WEFT_CU(comm, cuMemsetD32Async((CUdeviceptr)(uintptr_t)first_bad, 0xffffffffu, 1, s));
+
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.grid[0] = moe_grid(comm, entries);
+  cfg.block[0] = MOE_THREADS;
+  cfg.shared_bytes = (size_t)experts * sizeof(int);
+  void *count_args[] = {(void *)&topk_ids, &entries, &experts, &r.counts, &first_bad};
+  WEFT_CHECK(weft_kernel_launch(o->moe_count, &cfg, count_args, stream));
+
+  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
+  one.block[0] = WEFT_MOE_PLAN_THREADS;
+  void *plan_args[] = {&r.counts, &experts, &tile_rows, &max_rows, &first_bad, &r.offsets,
+                       &cursor, &r.tile_expert, &r.tiles, &r.row_entry};
+  WEFT_CHECK(weft_kernel_launch(o->moe_plan, &one, plan_args, stream));
+
+  cfg.shared_bytes = 0;
+  void *place_args[] = {(void *)&topk_ids, &entries, &experts, &cursor, &r.row_entry,
+                        &r.entry_row};
+  WEFT_CHECK(weft_kernel_launch(o->moe_place, &cfg, place_args, stream));
+  *routing = r;
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_moe_gather(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *x,
+                              int hidden, weft_dtype_t dtype, void *out, weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, routing, "routing is NULL");
+  size_t elem = weft_dtype_size(dtype);
+  WEFT_ARG(comm, elem, "dtype %d is not a weft_dtype_t", (int)dtype);
+  WEFT_ARG(comm, hidden >= 1, "hidden %d: at least 1", hidden);
+  long long row_bytes = (long long)hidden * (long long)elem;
+  WEFT_ARG(comm, row_bytes % 16 == 0,
+           "a row of %d elements of %zu bytes is no multiple of 16 bytes", hidden, elem);
+  WEFT_ARG(comm, out, "out is NULL");
+  WEFT_ARG(comm, x || routing->tokens == 0, "x is NULL");
+  WEFT_ARG(comm, ((uintptr_t)x % 16) == 0 && ((uintptr_t)out % 16) == 0,
+           "x %p and out %p must be 16-byte aligned", x, out);
+  size_t xb = (size_t)routing->tokens * (size_t)row_bytes;
+  size_t ob = (size_t)routing->max_rows * (size_t)row_bytes;
+  WEFT_ARG(comm, !x || (const char *)x + xb <= (const char *)out ||
+                     (const char *)out + ob <= (const char *)x,
+           "x and out overlap");
+  WEFT_CHECK(weft_comm_make_current(comm));
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  /* the rows in use are known on the device only: a grid for the largest plan, each thread a
+   * stride of 16-byte pieces */
+  cfg.grid[0] = moe_grid(comm, routing->max_rows * (row_bytes / 16));
+  cfg.block[0] = MOE_THREADS;
+  int tile_rows = routing->tile_rows, topk = routing->topk;
+  void *args[] = {(void *)&x, (void *)&routing->row_entry, (void *)&routing->tiles, &tile_rows,
+                  &topk, &row_bytes, &out};
+  return weft_kernel_launch(comm->ops->moe_gather, &cfg, args, stream);
+}
