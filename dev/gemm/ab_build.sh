@@ -3,7 +3,7 @@
 # (A B A B), to tell a regression from the GPU's drift. Usage: bash dev/gemm/ab_build.sh <commit or
 # directory> [weft-bench gemm args...]; the other build is the working tree. Logs and each run's
 # JSON under $OUT;
-# dev/gemm/ab_summary.py last (AB_TABLE=1: with every shape's table).
+# dev/gemm/ab_summary.py last (AB_TABLE=1: with every shape's table). AB_ROUNDS: rounds of A B (2).
 # The device's copy of .git may predate commits made since (they fail to archive there): then
 # `git archive <commit> | tar -x -C ab_old` here (an untracked folder travels with the tree) and
 # pass ab_old.
@@ -12,7 +12,7 @@ source "$(dirname "$0")/../device/env.sh"
 old=$1; shift
 source dev/device/trees.sh
 ab_trees "$old" "$out" weft-bench weftrun
-for r in 1 2; do
+for r in $(seq "${AB_ROUNDS:-2}"); do
   for v in old new; do
     b=build; [ $v = old ] && b=/tmp/ab_old/build
     WEFT_CACHE_DIR=/tmp/wc_$v $b/tools/weftrun -n 1 $b/tools/weft-bench gemm "$@" \
