@@ -122,15 +122,24 @@ weft_status_t weft_error(weft_comm_t *comm, weft_status_t status, const char *fi
   va_end(ap);
   const char *base = strrchr(file, '/');
   base = base ? base + 1 : file;
-  char text[1024];
-  snprintf(text, sizeof text, "%s: %s (%s:%d)", weft_get_error_string(status), msg, base, line);
-  snprintf(thread_last_error, sizeof thread_last_error, "%s", text);
-  if (comm) weft_comm_set_last_error(comm, text);
   /* A failure in the wake of a wait that timed out here or on another rank (a trapped context,
    * an aborted communicator) is that failure again, which the watchdog says once per rank: it
-   * looks now, so that its line comes first, and this one is only recorded. */
+   * looks now, so that its line comes first, and this one is only recorded, with the cause's
+   * status where the driver merely reports the trapped context (CUDA_ERROR). */
   if (comm && comm->error_host && comm->node_abort) weft_watchdog_check(comm);
-  if (!(comm && comm->aborted))
+  int after_abort = comm && comm->aborted;
+  char text[1024];
+  if (after_abort && status == WEFT_STATUS_CUDA_ERROR) {
+    uint32_t rec = __atomic_load_n(&comm->error_host->status, __ATOMIC_ACQUIRE);
+    status = rec == WEFT_DEVICE_ERROR_TIMEOUT ? WEFT_STATUS_TIMEOUT : WEFT_STATUS_ABORTED;
+    snprintf(text, sizeof text, "%s: %s, after %s (%s:%d)", weft_get_error_string(status), msg,
+             weft_watchdog_reason(comm), base, line);
+  } else {
+    snprintf(text, sizeof text, "%s: %s (%s:%d)", weft_get_error_string(status), msg, base, line);
+  }
+  snprintf(thread_last_error, sizeof thread_last_error, "%s", text);
+  if (comm) weft_comm_set_last_error(comm, text);
+  if (!after_abort)
     weft_log(WEFT_LOG_LEVEL_WARN, file, line, "%s: %s", weft_get_error_string(status), msg);
   return status;
 }
