@@ -533,6 +533,23 @@ WEFT_API weft_status_t weft_gemm(weft_comm_t *comm, const void *a, int lda, cons
                                  weft_dtype_t out, weft_gemm_layout_t layout,
                                  weft_stream_t stream);
 
+/* The grouped GEMM of an MoE layer over a routing plan (weft_moe_route): row r of C
+ * ([routing->max_rows, n], row stride ldc) = row r of A ([routing->max_rows, k], row stride lda:
+ * weft_moe_gather's output) times op(B_x), x the expert of r's tile row (routing->tile_expert).
+ * B holds routing->experts matrices, expert x's at b + x * b_stride elements, each [n, k]
+ * (WEFT_GEMM_LAYOUT_NK, as weights are stored: C = A B_x^T) or [k, n] (KN), row stride ldb.
+ * bf16 or fp16 A and B, bf16, fp16 or fp32 C, fp32 accumulation. The rows in use, and so the
+ * work, come from the plan on the device (a CUDA graph captures the call); rows past them are not
+ * written, padding rows get zeros (their A rows are zeros), and an empty plan writes nothing. The
+ * plan's tile_rows must be a multiple of 64 (the GEMM's tiles take 128 rows where it divides
+ * them, else 64). k a multiple of 8 and at least 8; lda, ldb and b_stride multiples of 8
+ * elements; A, B and C 16-byte aligned. Local to this GPU. */
+WEFT_API weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                         const void *a, int lda, const void *b, int ldb,
+                                         long long b_stride, void *c, int ldc, int n, int k,
+                                         weft_dtype_t in, weft_dtype_t out,
+                                         weft_gemm_layout_t layout, weft_stream_t stream);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Overlapped tensor-parallel ops: a GEMM whose communication runs while it computes            */
 /* ------------------------------------------------------------------------------------------ */

@@ -106,6 +106,16 @@
  *                        word is 0 again for the next call. No wait can cycle: every tile waited
  *                        for is another rank's non-own tile, which waits for nothing and comes
  *                        before its CTA's own tiles. ar_row0, ar_rows, ar_chunk_rows unused
+ *   WEFT_GEMM_GROUPED    [0] 1 (TMA-store epilogue: no SPLITK, TAIL, CLUSTER_M 2, hook, LL,
+ *                        AR_OWN or ORDER_TABLE): the grouped GEMM of an MoE layer over a routing
+ *                        plan (kernels/moe.h). A's rows are the plan's (every expert's rows
+ *                        contiguous, padded to group_rows, a multiple of BM); tile row t's rows
+ *                        [t * BM, +BM) multiply expert group_expert[t * BM / group_rows]'s B
+ *                        (params 39-41), and tm_b is 3-D: {K, N, experts} ([N,K] B) or {N, K,
+ *                        experts} ([K,N] B), so that every expert's edges read zeros. M (param 4)
+ *                        is the plan's largest row count; the kernel computes the rows in use,
+ *                        *group_tiles * group_rows, read at its start: the launch is not
+ *                        programmatic (the plan comes from the stream's previous kernels)
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -246,6 +256,9 @@
 #ifndef WEFT_GEMM_A_KMAJOR
 #define WEFT_GEMM_A_KMAJOR 1
 #endif
+#ifndef WEFT_GEMM_GROUPED
+#define WEFT_GEMM_GROUPED 0
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -350,6 +363,12 @@
 #endif
 #if WEFT_GEMM_LL && (!WEFT_GEMM_SPLITK || WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_HOOK_WAIT)
 #error "WEFT_GEMM_LL is an epilogue of the direct-store kernel (SPLITK) without hooks"
+#endif
+#if WEFT_GEMM_GROUPED &&                                                                  \
+    (WEFT_GEMM_SPLITK || WEFT_GEMM_TAIL || WEFT_GEMM_CLUSTER_M != 1 || WEFT_GEMM_HOOK_WAIT ||  \
+     WEFT_GEMM_HOOK_NOTIFY || WEFT_GEMM_LL || WEFT_GEMM_AR_OWN || WEFT_GEMM_ORDER_TABLE ||     \
+     WEFT_GEMM_C_T || !WEFT_GEMM_A_KMAJOR || WEFT_GEMM_A_ROWS != WEFT_GEMM_BM)
+#error "WEFT_GEMM_GROUPED is the unclustered TMA-store kernel without hooks, split, LL or AllReduce"
 #endif
 #if WEFT_GEMM_C_T && (!WEFT_GEMM_SPLITK || WEFT_GEMM_LL)
 #error "WEFT_GEMM_C_T is a store of the direct-store kernel (SPLITK), without LL"

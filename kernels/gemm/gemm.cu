@@ -92,6 +92,10 @@
  *  38  int a_tail_rows                  M % BM rounded up to 8 (whole swizzle atoms), if less
  *                                       than BM and A_ROWS = BM; else, and with A_KMAJOR=0 (whose
  *                                       boxes run along M), 0 (tm_a_tail unused)
+ *  39  const int *group_expert          GROUPED only (the kernels without it have 39 parameters,
+ *  40  const int *group_tiles           and a launch may pass these three anyway): the routing
+ *  41  int group_rows                   plan's tile-row experts, its tile-row count (device
+ *                                       memory) and its tile height (kernels/moe.h)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -100,6 +104,8 @@
  *         {M*2}, box {64, 64}
  *   tm_b: B_KMAJOR=1: dims {K, N}, strides {K*2}, box {64, BN/CLUSTER_M}
  *         B_KMAJOR=0: dims {N, K}, strides {N*2}, box {64, 64}
+ *         GROUPED: the same with a third dimension, the experts (stride: one expert's matrix),
+ *         box 1 along it
  *   tm_c: element type of OUT, dims {N, M}, strides {N*outsize}, box {128/outsize, 64};
  *         SCATTER: dims {N, slot rows, ranks}, strides {N*outsize, peer_stride}, box
  *         {128/outsize, 64, 1}, based at rank 0's slot
@@ -191,8 +197,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               const __grid_constant__ weft_gemm_tmap_t tm_a_own, int a_own_row0, int a_own_rows,
               const __grid_constant__ weft_gemm_tmap_t tm_c_all, const char *ar_staging,
               u64 ar_slot, const u64 *ar_flags, int ar_row0, int ar_rows, int ar_chunk_rows,
-              char *ar_c, const __grid_constant__ weft_gemm_tmap_t tm_a_tail, int a_tail_rows) {
+              char *ar_c, const __grid_constant__ weft_gemm_tmap_t tm_a_tail, int a_tail_rows
+#if WEFT_GEMM_GROUPED
+              , const int *group_expert, const int *group_tiles, int group_rows
+#endif
+    ) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
+#if WEFT_GEMM_GROUPED
+  /* the plan's rows in use (its kernels ran before this launch, which is not programmatic) */
+  {
+    const int in_use = *group_tiles * group_rows;
+    M = in_use < M ? in_use : M;
+  }
+#endif
   if (threadIdx.x == 0) WEFT_GEMM_STAMP(0);
   /* The stream's next kernel, where it is launched for programmatic dependent launch (weft's
    * small-message collectives: weft_pdl_begin), may be scheduled from now on: its blocks take the

@@ -11,11 +11,19 @@
  * Included in the producer thread's loop over work items, after the item's w is decoded. Uses the
  * kernel's M, tm_a, tm_a_own, tm_a_tail, a_tail_rows, a_own_row0, tm_b and WEFT_GEMM_IS_OWN, the
  * shared-memory layout (sA, sB, bar_full, bar_empty), cta_rank, with WEFT_GEMM_B_EVICT_FIRST the
- * thread's pol_b, and the thread's stage and phase, which it advances.
+ * thread's pol_b, with WEFT_GEMM_GROUPED group_expert and group_rows, and the thread's stage and
+ * phase, which it advances.
  */
 
-/* B's loads (see WEFT_GEMM_B_EVICT_FIRST; pol_b is the producer's policy) */
+/* B's loads (see WEFT_GEMM_B_EVICT_FIRST; pol_b is the producer's policy); GROUPED: from the
+ * tile row's expert's matrix */
+#if WEFT_GEMM_GROUPED
 #if WEFT_GEMM_B_EVICT_FIRST
+#define WEFT_GEMM_LOAD_B(d, m, c0, c1, b) weft_gemm_tma_load3_hint(d, m, c0, c1, expert, b, pol_b)
+#else
+#define WEFT_GEMM_LOAD_B(d, m, c0, c1, b) weft_gemm_tma_load3(d, m, c0, c1, expert, b)
+#endif
+#elif WEFT_GEMM_B_EVICT_FIRST
 #define WEFT_GEMM_LOAD_B(d, m, c0, c1, b) weft_gemm_tma_load_hint(d, m, c0, c1, b, pol_b)
 #define WEFT_GEMM_LOAD_B_MC(d, m, c0, c1, b, k) weft_gemm_tma_load_mc_hint(d, m, c0, c1, b, k, pol_b)
 #else
@@ -33,6 +41,9 @@ const weft_gemm_tmap_t *map_a =
 const int row_a = WEFT_GEMM_IS_OWN(w.m0) ? w.m0 - a_own_row0 : w.m0;
 const u32 stage_tx = a_tail ? (u32)a_tail_rows * (WEFT_GEMM_BK * 2) + WEFT_GEMM_B_BYTES
                             : WEFT_GEMM_STAGE_BYTES;
+#if WEFT_GEMM_GROUPED
+const int expert = group_expert[w.m0 / group_rows];
+#endif
 for (int kb = w.kb0; kb < w.kb1; kb++) {
   const u32 full = bar_full + 8 * stage;
   weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);

@@ -3,7 +3,8 @@
  * (kernels/gemm/gemm.cu), for any kernel: the tensor map, passed by value as a
  * __grid_constant__ kernel parameter; 2-D tile loads into shared memory that complete an
  * mbarrier's transaction bytes, plain or multicast to CTAs of the cluster, each also with an L2
- * cache policy; 2-D and 3-D tile stores from shared memory; the bulk async-group commit and the
+ * cache policy, and 3-D ones (a batch of matrices, e.g. one per expert); 2-D and 3-D tile stores
+ * from shared memory; the bulk async-group commit and the
  * waits for a group's reads of shared memory and for its completion. The host encodes the maps
  * (src/ops/gemm/launch.c); kernels/gemm/gemm.cu describes each of the GEMM's.
  *
@@ -49,6 +50,24 @@ __device__ __forceinline__ void weft_gemm_tma_load_mc_hint(u32 dst, const weft_g
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                ".multicast::cluster.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;" ::"r"(dst),
                "l"((u64)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask), "l"(policy)
+               : "memory");
+}
+
+/* 3-D: matrix c2 of a batch (tiles past any edge of it read zeros) */
+__device__ __forceinline__ void weft_gemm_tma_load3(u32 dst, const weft_gemm_tmap_t *map, int c0,
+                                                    int c1, int c2, u32 bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+               "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void weft_gemm_tma_load3_hint(u32 dst, const weft_gemm_tmap_t *map,
+                                                         int c0, int c1, int c2, u32 bar,
+                                                         u64 policy) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+               "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
                : "memory");
 }
 

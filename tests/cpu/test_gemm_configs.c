@@ -3,7 +3,8 @@
  * choose compiles under NVRTC for sm_90a, and the heuristic's choices keep the kernel's rules:
  * shapes from decode (m = 1) to the per-GPU shapes of DITRON's layers (Appendix C) at TP=4 and
  * TP=8, odd m, n and strides, every dtype pair and both B layouts, on H100/H200 SXM (132 SMs) and
- * PCIe (114) parts; plus the hook variants the overlapped ops compile. Also weft_gemm's argument
+ * PCIe (114) parts; plus the hook variants the overlapped ops compile and the grouped GEMM's
+ * specialisations (weft_gemm_config_grouped). Also weft_gemm's argument
  * checks. Needs no GPU (the JIT cache is off, so every compile really runs). A ptxas warning
  * (spills, local memory, serialised wgmma) fails a specialisation as an error would.
  *
@@ -13,7 +14,7 @@
  * sample compiles: specialisations that cover every -D value each produces, then some more, in
  * an order drawn from a fixed seed (printed), so that every run compiles the same ones. The
  * hand-written cases (hook variants on the large-m configuration, [k, n] B, the decode wait,
- * the two-shot epilogue's tiles) always compile.
+ * the two-shot epilogue's tiles, the grouped GEMM's) always compile.
  *     --full (or WEFT_TEST_FULL=1)   compile every specialisation (ctest: label `slow`)
  *     --seed=N, --sample=N           another sample, or N more drawn than the default 16
  */
@@ -527,6 +528,30 @@ int main(int argc, char **argv) {
       fail(what);
     }
   }
+
+  /* the grouped GEMM of an MoE layer (weft_gemm_config_grouped): experts' widths of open models
+   * (n = 2 x intermediate for gate and up, or hidden for down), both layouts, every output type,
+   * 64- and 128-row tiles */
+  static const int group_ns[] = {1408, 2048, 2880, 4096, 5760, 7168};
+  static const int group_rows[] = {64, 128, 256, 192};
+  static const int group_expert, group_tiles;
+  for (size_t i = 0; i < sizeof group_ns / sizeof group_ns[0]; i++)
+    for (int kmaj = 0; kmaj < 2; kmaj++)
+      for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+        for (size_t r = 0; r < sizeof group_rows / sizeof group_rows[0]; r++) {
+          int n = group_ns[i], k = 2048;
+          weft_gemm_problem_t pg = {4096, n, k, k, kmaj ? k : n, n, o == 1 ? WEFT_DTYPE_FP16
+                                                                           : WEFT_DTYPE_BF16,
+                                    outs[o], kmaj, 0};
+          weft_gemm_config_t cg;
+          weft_gemm_config_grouped(&pg, group_rows[r], &cg);
+          if (cg.cluster != 1 || cg.splitk || cg.tail_splits > 1 || group_rows[r] % cg.bm)
+            fail("weft_gemm_config_grouped: a clustered, split or misfit configuration");
+          weft_gemm_hooks_t hg = {.group_expert = &group_expert, .group_tiles = &group_tiles,
+                                  .group_rows = group_rows[r], .group_experts = 64,
+                                  .group_stride = (long long)n * k};
+          add(&pg, &cg, &hg);
+        }
 
   if (!swaps) fail("no shape took the transposed product (update the test)");
   printf("%d choices (%d transposed), %d distinct specialisations\n", choices, swaps, nspecs);

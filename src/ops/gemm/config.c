@@ -416,6 +416,27 @@ int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_co
   return 1;
 }
 
+void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows,
+                              weft_gemm_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->bm = group_rows % 128 == 0 ? 128 : 64;
+  c->cluster = 1, c->group = 8, c->k_splits = 1;
+  /* the width whose tiles pad n least, each width's padded columns weighted by its cost (the
+   * widths the dense heuristic uses, gemm_widths; [k, n] B takes those with a cost_kn) */
+  double best = 0;
+  for (int i = 0; i < GEMM_WIDTHS; i++) {
+    const struct gemm_width *w = &gemm_widths[i];
+    double cost = p->b_kmajor ? w->cost : w->cost_kn;
+    if (cost == 0 || (c->bm == 64 && w->bn / 2 % 16)) continue; /* 64-row tiles: BN/2 a WG */
+    double padded = (double)((p->n + w->bn - 1) / w->bn) * w->bn * cost;
+    if (best == 0 || padded < best) {
+      best = padded;
+      c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
+    }
+  }
+  config_fit(p, c);
+}
+
 int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {
   if (!ll_rows(p) || c->swap_ab) return 0;
   if (c->splitk) return 1;

@@ -101,13 +101,21 @@ typedef struct weft_gemm_hooks {
    * (tiles_n arrival words, then the done word, all 0 between calls), ar_flags this rank's;
    * ar_row0, ar_rows and ar_chunk_rows are not used */
   int ar_cols;
+  /* the grouped GEMM of an MoE layer (kernels/gemm/config.cuh, WEFT_GEMM_GROUPED; a configuration
+   * weft_gemm_config_grouped gave, no other hook): b holds group_experts matrices, each
+   * group_stride elements after the one before; tile row t of A multiplies expert
+   * group_expert[t * bm / group_rows]'s, and A's rows in use are *group_tiles * group_rows (device
+   * memory: a routing plan's, weft_moe_route) of p's m */
+  const int *group_expert, *group_tiles;
+  int group_rows, group_experts;
+  long long group_stride;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
 /* Whether h asks for more than an SM budget (hooks compiled into the kernel). */
 static inline int weft_gemm_hooks_kernel(const weft_gemm_hooks_t *h) {
   return h && (h->order_table || h->rotate_m || h->wait_signals || h->notify_counters ||
-               h->ll_area || h->ar_staging);
+               h->ll_area || h->ar_staging || h->group_expert);
 }
 
 /* The problem a swap_ab configuration's kernel runs: C^T [n, m] = op(B)^T A^T, B's rows (or its
@@ -158,6 +166,11 @@ int weft_gemm_config_width(const weft_gemm_problem_t *p, int bn, weft_gemm_confi
  * tiles). 0 where p or c does not take it (m > 128, other tiles, clusters, a split tail, or C
  * rows TMA cannot store). */
 int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_config_t *c);
+
+/* The grouped GEMM's configuration for p (m: the plan's largest row count) over a plan of
+ * group_rows-row tiles (a multiple of 64): 128-row tiles where group_rows allows, else 64; the
+ * tile width that pads n least; unclustered, unsplit, the TMA-store epilogue. */
+void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows, weft_gemm_config_t *c);
 
 /* c as the kernel of the LL epilogue (weft_gemm_hooks_t.ll_area), which is the direct-store
  * kernel's (splitk): c unchanged where it is one, else its tiles unsplit (k_splits 1) where it has

@@ -164,6 +164,16 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the own segment's epilogue reduction needs .sys notifies, the TMA-store "
                     "epilogue, 16-bit C and rows [%d, +%d) in chunks of %d, whole %d-row cluster "
                     "tiles, within m %d", h->ar_row0, h->ar_rows, h->ar_chunk_rows, ctile, p->m);
+  int grouped = h && h->group_expert;
+  if (grouped && (!h->group_tiles || h->group_rows < cfg->bm || h->group_rows % cfg->bm ||
+                  h->group_experts < 1 || h->group_stride < 1 || cfg->cluster != 1 ||
+                  cfg->splitk || tail_split(cfg) || cfg->swap_ab || h->wait_signals ||
+                  h->notify_counters || h->order_table || h->ll_area || h->ar_staging))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the grouped GEMM needs an unclustered, unsplit TMA-store configuration "
+                    "(cluster %d, split-K %d), no other hook, %d-row plan tiles a multiple of BM=%d "
+                    "and the experts' matrices (%d, %lld elements apart)", cfg->cluster,
+                    cfg->splitk, h->group_rows, cfg->bm, h->group_experts, h->group_stride);
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(weft_gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
@@ -184,7 +194,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       (uint32_t)a_rows(cfg), 0, 0));
   /* a partial last tile row: a map of its rows only (kernels/gemm/gemm.cu, params 37-38) */
   int a_tail_rows = a_rows(cfg) == cfg->bm && !p->a_mn_major ? (p->m % cfg->bm + 7) / 8 * 8 : 0;
-  if (a_tail_rows >= cfg->bm) a_tail_rows = 0;
+  /* (grouped: the rows in use are whole plan tiles, never a partial tile row) */
+  if (a_tail_rows >= cfg->bm || grouped) a_tail_rows = 0;
   CUtensorMap tatail = ta;
   if (a_tail_rows)
     WEFT_CHECK(encode(comm, &tatail, a, p->in, (uint64_t)p->k, (uint64_t)p->m, p->lda, GEMM_BK,
@@ -199,11 +210,15 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       GEMM_BK, (uint32_t)a_rows(cfg), 0, 0));
   else
     town = ta; /* unused */
+  /* grouped: one matrix an expert, a third dimension */
+  int experts = grouped ? h->group_experts : 0;
+  long long expert_bytes = grouped ? h->group_stride * (long long)weft_dtype_size(p->in) : 0;
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
-                      (uint32_t)(cfg->bn / cfg->cluster), 0, 0));
+                      (uint32_t)(cfg->bn / cfg->cluster), experts, expert_bytes));
   else
-    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK, 0, 0));
+    WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK,
+                      experts, expert_bytes));
   if (ar) /* C on every rank, based at rank 0's copy */
     WEFT_CHECK(encode(comm, &tcall, (void *)(uintptr_t)weft_heap_peer(&comm->heap, h->ar_c, 0),
                       p->out, (uint64_t)p->n, (uint64_t)p->m, p->ldc,
@@ -247,6 +262,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
    * n] 1x13312x16384 5-21% slower (why is not known: not where the early CTAs wait), m = 1 at
    * 58-117 MB 2-5% faster. */
   lc.programmatic = 2.0 * ((double)p->m + p->n) * p->k <= GEMM_PDL_MAX_BYTES;
+  /* the grouped kernel reads its plan's row count before griddepcontrol.wait */
+  if (grouped) lc.programmatic = 0;
   void *cp = ll ? (void *)h->ll_area : c;
   int M = p->m, N = p->n, K = p->k;
   const int *table = h ? h->order_table : NULL;
@@ -273,11 +290,16 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   char *ar_c = ar ? (char *)(uintptr_t)weft_heap_peer(&comm->heap, h->ar_c, 0) : NULL;
   /* param 20 with AR_OWN: the distance between the ranks' C (tc is a plain map there) */
   long long stride = ar ? (long long)comm->heap.stride : peer_stride;
+  /* params 39-41, which only the grouped kernel has (the others ignore them) */
+  const int *h_group_expert = grouped ? h->group_expert : NULL;
+  const int *h_group_tiles = grouped ? h->group_tiles : NULL;
+  int group_rows = grouped ? h->group_rows : 0;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
                   &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c,
-                  &tatail, &a_tail_rows};
+                  &tatail, &a_tail_rows, (void *)&h_group_expert, (void *)&h_group_tiles,
+                  &group_rows};
   WEFT_TRACE("gemm %dx%dx%d: %dx%d tiles, %d stages, cluster %d, group %d, split-K %d (%d), tail %d, "
              "swap %d, %u CTAs, hooks: wait %d notify %d scatter %d ar %d", M, N, K, cfg->bm, cfg->bn,
              cfg->stages, cfg->cluster, cfg->group, cfg->splitk, ks, tail, cfg->swap_ab, lc.grid[0],

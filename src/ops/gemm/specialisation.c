@@ -58,6 +58,7 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (h && h->ar_staging && h->ar_cols) GEMM_DEFINE("AR_COLS", 1);
   if (b_read_once(p, c)) GEMM_DEFINE("B_EVICT_FIRST", 1);
   if (c->swap_ab) GEMM_DEFINE("C_T", 1);
+  if (h && h->group_expert) GEMM_DEFINE("GROUPED", 1);
 #undef GEMM_DEFINE
   return n;
 }
@@ -83,6 +84,7 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->ar_own = h->ar_staging != NULL;
     k->ar_summers = k->ar_own && h->ar_summers;
     k->ar_cols = k->ar_own && h->ar_cols;
+    k->grouped = h->group_expert != NULL;
   }
 }
 

@@ -1,0 +1,246 @@
+/*
+ * test_grouped_gemm.c — weft_grouped_gemm over weft_moe_route's plans on one GPU, against a
+ * float64 reference computed from the tokens and the router's ids (not from the plan): for
+ * uniform, skewed, all-to-one-expert and mostly-empty routings, tokens that are no multiple of
+ * the tile, 64- and 128-row plan tiles, widths that are no multiple of the GEMM's tiles, [n, k]
+ * and [k, n] experts, bf16 and fp16 in, bf16 and fp32 out: every row in use within a normalised
+ * error of 1e-2 (bf16 out; 1e-4 fp32), padding rows zero, C's rows past the plan's and its
+ * columns past n as poisoned; then the routing, gather and GEMM captured in one CUDA graph and
+ * replayed on new ids; and an invalid expert id, after which the GEMM writes nothing.
+ */
+// weft-test: ranks=1 timeout=600
+#include "gpu_test.h"
+
+#include "gemm_test.h"
+
+static const char *grouped_src =
+    "#include <weft/device.cuh>\n"
+    "__device__ double g_ld(const unsigned short *p, unsigned long long i, int fp16) {\n"
+    "  unsigned short h = p[i];\n"
+    "  if (!fp16) return (double)__uint_as_float((unsigned)h << 16);\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return (double)f;\n"
+    "}\n"
+    /* ref[r, c] = x[token of row r's entry] . expert's column c, 0 in padding rows */
+    "extern \"C\" __global__ void grouped_reference(double *ref, const unsigned short *x,\n"
+    "    const unsigned short *b, const int *row_entry, const int *ids, int rows, int n, int k,\n"
+    "    int topk, long long ldb, long long b_stride, int kmajor, int fp16) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "       i < (unsigned long long)rows * n; i += gridDim.x * blockDim.x) {\n"
+    "    int r = (int)(i / n), c = (int)(i % n), entry = row_entry[r];\n"
+    "    double s = 0;\n"
+    "    if (entry >= 0) {\n"
+    "      const unsigned short *a = x + (unsigned long long)(entry / topk) * k;\n"
+    "      const unsigned short *be = b + (unsigned long long)ids[entry] * b_stride;\n"
+    "      for (int q = 0; q < k; q++)\n"
+    "        s += g_ld(a, q, fp16) * g_ld(be, kmajor ? (unsigned long long)c * ldb + q\n"
+    "                                              : (unsigned long long)q * ldb + c, fp16);\n"
+    "    }\n"
+    "    ref[i] = s;\n"
+    "  }\n"
+    "}\n";
+
+typedef struct grouped_case {
+  int tokens, topk, experts, tile, kind, n, k, kmajor, fp16, out32, graph;
+} grouped_case_t;
+
+static const char *kinds[] = {"uniform", "skewed", "one expert", "three experts"};
+
+static int draw_expert(const grouped_case_t *c, unsigned long long *seed, int j) {
+  unsigned long long r = test_rand(seed);
+  switch (c->kind) {
+  case 0: return (int)(r % (unsigned)c->experts);
+  case 1: return (int)((r % (unsigned)c->experts) * (test_rand(seed) % 1000) / 1000);
+  case 2: return (c->experts - 1 + j) % c->experts;
+  default: return (int)(r % (unsigned)(c->experts < 3 ? c->experts : 3));
+  }
+}
+
+static void draw_ids(const grouped_case_t *c, unsigned long long *seed, int *ids) {
+  for (int t = 0; t < c->tokens; t++)
+    for (int j = 0; j < c->topk; j++) {
+      int e = draw_expert(c, seed, j);
+      for (int q = 0; q < j; q++) /* a token's slots choose distinct experts */
+        if (ids[t * c->topk + q] == e) e = (e + 1) % c->experts, q = -1;
+      ids[t * c->topk + j] = e;
+    }
+}
+
+static int run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_ref,
+                    weft_kernel_t *k_cmp, const grouped_case_t *c, unsigned long long *seed) {
+  weft_dtype_t in = c->fp16 ? WEFT_DTYPE_FP16 : WEFT_DTYPE_BF16;
+  weft_dtype_t out = c->out32 ? WEFT_DTYPE_FP32 : in;
+  snprintf(test_context, sizeof test_context,
+           "%d tokens x top-%d of %d experts (%s), tile %d, n %d k %d, %s B, %s -> %s%s",
+           c->tokens, c->topk, c->experts, kinds[c->kind], c->tile, c->n, c->k,
+           c->kmajor ? "[n, k]" : "[k, n]", c->fp16 ? "fp16" : "bf16",
+           c->out32 ? "fp32" : c->fp16 ? "fp16" : "bf16", c->graph ? ", graph" : "");
+  int before = test_failures;
+  long long entries = (long long)c->tokens * c->topk, max_rows;
+  size_t ws_bytes;
+  OK(weft_moe_routing_size(c->tokens, c->topk, c->experts, c->tile, &ws_bytes, &max_rows));
+  int ldc = c->n + 8, ldb = c->kmajor ? c->k : c->n + 8; /* padded strides */
+  long long b_stride = (long long)(c->kmajor ? c->n : c->k) * ldb + 64;
+  size_t osz = c->out32 ? 4 : 2;
+  CUdeviceptr d_ids, d_ws, d_x, d_a, d_b, d_c, d_ref;
+  CU(cuMemAlloc(&d_ids, (size_t)(entries ? entries : 1) * 4));
+  CU(cuMemAlloc(&d_ws, ws_bytes));
+  CU(cuMemAlloc(&d_x, (size_t)(c->tokens ? c->tokens : 1) * c->k * 2));
+  CU(cuMemAlloc(&d_a, (size_t)(max_rows ? max_rows : 1) * c->k * 2));
+  CU(cuMemAlloc(&d_b, (size_t)b_stride * c->experts * 2));
+  CU(cuMemAlloc(&d_c, (size_t)(max_rows ? max_rows : 1) * ldc * osz));
+  CU(cuMemAlloc(&d_ref, (size_t)(max_rows ? max_rows : 1) * c->n * 8));
+  int *ids = malloc((size_t)(entries ? entries : 1) * sizeof(int));
+  int *row_entry = malloc((size_t)(max_rows ? max_rows : 1) * sizeof(int));
+  unsigned char *hc = malloc((size_t)(max_rows ? max_rows : 1) * ldc * osz);
+  if (!ids || !row_entry || !hc) {
+    fprintf(stderr, "host allocation failed\n");
+    exit(1);
+  }
+  CUstream s;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUgraphExec exec = NULL;
+  weft_moe_routing_t r; /* the graph's replays keep the captured plan's arrays */
+  for (int rep = 0; rep < (c->graph ? 2 : 1); rep++) {
+    draw_ids(c, seed, ids);
+    if (entries) CU(cuMemcpyHtoDAsync(d_ids, ids, (size_t)entries * 4, s));
+    /* fresh inputs: x, every expert's matrix (with its padding), and C poisoned */
+    unsigned long long nx = (unsigned long long)c->tokens * c->k, nb = (unsigned long long)b_stride * c->experts;
+    unsigned long long sx = test_rand(seed), sb = test_rand(seed);
+    int f16 = c->fp16;
+    void *fx[] = {&d_x, &nx, &f16, &sx}, *fb[] = {&d_b, &nb, &f16, &sb};
+    gemm_test_launch(k_fill, fx, s);
+    gemm_test_launch(k_fill, fb, s);
+    if (max_rows) CU(cuMemsetD8Async(d_c, 0xff, (size_t)max_rows * ldc * osz, s));
+    if (!exec) {
+      CUgraph g = NULL;
+      if (c->graph) CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+      OK(weft_moe_route(comm, (const int32_t *)(uintptr_t)d_ids, c->tokens, c->topk, c->experts,
+                        c->tile, (void *)(uintptr_t)d_ws, ws_bytes, &r, (weft_stream_t)s));
+      OK(weft_moe_gather(comm, &r, (const void *)(uintptr_t)d_x, c->k, in,
+                         (void *)(uintptr_t)d_a, (weft_stream_t)s));
+      OK(weft_grouped_gemm(comm, &r, (const void *)(uintptr_t)d_a, c->k,
+                           (const void *)(uintptr_t)d_b, ldb, b_stride, (void *)(uintptr_t)d_c,
+                           ldc, c->n, c->k, in, out,
+                           c->kmajor ? WEFT_GEMM_LAYOUT_NK : WEFT_GEMM_LAYOUT_KN,
+                           (weft_stream_t)s));
+      if (c->graph) {
+        CU(cuStreamEndCapture(s, &g));
+        CU(cuGraphInstantiate(&exec, g, 0));
+        CU(cuGraphDestroy(g));
+      }
+    }
+    if (exec) CU(cuGraphLaunch(exec, s));
+    OK(weft_stream_synchronize(comm, (weft_stream_t)s));
+    int rows, tiles;
+    CU(cuMemcpyDtoH(&tiles, (CUdeviceptr)(uintptr_t)r.tiles, sizeof tiles));
+    rows = tiles * c->tile;
+    if (max_rows) CU(cuMemcpyDtoH(row_entry, (CUdeviceptr)(uintptr_t)r.row_entry, sizeof(int) * (size_t)max_rows));
+    int n = c->n, k = c->k, topk = c->topk, kmaj = c->kmajor;
+    long long ldb_l = ldb;
+    CUdeviceptr d_re = (CUdeviceptr)(uintptr_t)r.row_entry;
+    void *fr[] = {&d_ref, &d_x, &d_b, &d_re, &d_ids, &rows, &n, &k, &topk, &ldb_l, &b_stride, &kmaj, &f16};
+    if (rows) gemm_test_launch(k_ref, fr, s);
+    unsigned long long bad[2] = {0, 0};
+    double err = rows ? gemm_test_compare(comm, k_cmp, s, d_c, d_ref, rows, n, ldc, out, bad) : 0;
+    double tol = c->out32 ? 1e-4 : 1e-2;
+    EXPECT(err <= tol, "normalised error %.3g over the %d rows in use (tolerance %g)", err, rows, tol);
+    EXPECT(!bad[0], "%llu non-finite elements", bad[0]);
+    EXPECT(!bad[1], "%llu elements of C's columns past n changed", bad[1]);
+    /* the rows past the plan's: untouched */
+    if (max_rows > rows) {
+      CU(cuMemcpyDtoH(hc, d_c + (size_t)rows * ldc * osz, (size_t)(max_rows - rows) * ldc * osz));
+      size_t changed = 0;
+      for (size_t i = 0; i < (size_t)(max_rows - rows) * ldc * osz; i++) changed += hc[i] != 0xff;
+      EXPECT(!changed, "%zu bytes of the rows past the plan's %d written", changed, rows);
+    }
+  }
+  if (exec) CU(cuGraphExecDestroy(exec));
+  CU(cuStreamDestroy(s));
+  CUdeviceptr all[] = {d_ids, d_ws, d_x, d_a, d_b, d_c, d_ref};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
+  free(ids), free(row_entry), free(hc);
+  printf("%s %s\n", test_failures == before ? "ok  " : "FAIL", test_context);
+  test_context[0] = 0;
+  return test_failures - before;
+}
+
+/* An invalid expert id empties the plan: the grouped GEMM after it writes nothing. */
+static void invalid_id(weft_comm_t *comm) {
+  int tokens = 200, topk = 2, experts = 8, tile = 128, n = 256, k = 128;
+  size_t ws;
+  long long max_rows;
+  OK(weft_moe_routing_size(tokens, topk, experts, tile, &ws, &max_rows));
+  int ids[400];
+  for (int i = 0; i < 400; i++) ids[i] = i % experts;
+  ids[33] = -1;
+  CUdeviceptr d_ids, d_ws, d_x, d_a, d_b, d_c;
+  CU(cuMemAlloc(&d_ids, sizeof ids));
+  CU(cuMemAlloc(&d_ws, ws));
+  CU(cuMemAlloc(&d_x, (size_t)tokens * k * 2));
+  CU(cuMemAlloc(&d_a, (size_t)max_rows * k * 2));
+  CU(cuMemAlloc(&d_b, (size_t)experts * n * k * 2));
+  CU(cuMemAlloc(&d_c, (size_t)max_rows * n * 2));
+  CU(cuMemcpyHtoD(d_ids, ids, sizeof ids));
+  CU(cuMemsetD8(d_x, 0x3c, (size_t)tokens * k * 2));
+  CU(cuMemsetD8(d_b, 0x3c, (size_t)experts * n * k * 2));
+  CU(cuMemsetD8(d_c, 0xff, (size_t)max_rows * n * 2));
+  weft_moe_routing_t r;
+  OK(weft_moe_route(comm, (const int32_t *)(uintptr_t)d_ids, tokens, topk, experts, tile,
+                    (void *)(uintptr_t)d_ws, ws, &r, NULL));
+  OK(weft_moe_gather(comm, &r, (const void *)(uintptr_t)d_x, k, WEFT_DTYPE_BF16,
+                     (void *)(uintptr_t)d_a, NULL));
+  OK(weft_grouped_gemm(comm, &r, (const void *)(uintptr_t)d_a, k, (const void *)(uintptr_t)d_b, k,
+                       (long long)n * k, (void *)(uintptr_t)d_c, n, n, k, WEFT_DTYPE_BF16,
+                       WEFT_DTYPE_BF16, WEFT_GEMM_LAYOUT_NK, NULL));
+  EXPECT_ERROR(weft_stream_synchronize(comm, NULL), WEFT_STATUS_INVALID_ARGUMENT, "entry 33");
+  unsigned short *hc = malloc((size_t)max_rows * n * 2);
+  if (!hc) exit(1);
+  CU(cuMemcpyDtoH(hc, d_c, (size_t)max_rows * n * 2));
+  size_t written = 0;
+  for (long long i = 0; i < max_rows * n; i++) written += hc[i] != 0xffff;
+  EXPECT(!written, "after an invalid id the grouped GEMM wrote %zu elements", written);
+  free(hc);
+  CUdeviceptr all[] = {d_ids, d_ws, d_x, d_a, d_b, d_c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
+}
+
+int main(void) {
+  test_precompile(grouped_src, "grouped_test.cu"); /* (gemm_test_src: test_gemm's) */
+  weft_comm_t *comm = test_init();
+  unsigned long long seed = test_seed(comm);
+  weft_module_t *m, *mg;
+  OK(weft_module_load(comm, gemm_test_src, "gemm_test.cu", NULL, 0, &m));
+  OK(weft_module_load(comm, grouped_src, "grouped_test.cu", NULL, 0, &mg));
+  weft_kernel_t *k_fill = test_kernel(m, "fill"), *k_cmp = test_kernel(m, "compare");
+  weft_kernel_t *k_ref = test_kernel(mg, "grouped_reference");
+  grouped_case_t fixed[] = {
+      {1000, 2, 8, 128, 0, 1408, 512, 1, 0, 0, 0},  {777, 6, 64, 64, 1, 704, 256, 1, 0, 0, 0},
+      {300, 4, 16, 128, 2, 512, 1024, 0, 0, 0, 0},  {1, 1, 4, 64, 0, 256, 128, 1, 1, 1, 0},
+      {513, 2, 32, 256, 3, 2048, 256, 0, 1, 0, 0},  {400, 8, 128, 128, 0, 384, 384, 1, 0, 1, 1},
+      {0, 2, 8, 128, 0, 256, 128, 1, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    run_case(comm, k_fill, k_ref, k_cmp, &fixed[i], &seed);
+  static const int tiles[] = {64, 128, 256};
+  for (int i = 0; i < 12; i++) {
+    grouped_case_t c;
+    c.experts = 1 + (int)(test_rand(&seed) % 160);
+    c.topk = 1 + (int)(test_rand(&seed) % (c.experts < 8 ? c.experts : 8));
+    c.tokens = (int)(test_rand(&seed) % 1200);
+    c.tile = tiles[test_rand(&seed) % 3];
+    c.kind = (int)(test_rand(&seed) % 4);
+    c.n = 8 * (1 + (int)(test_rand(&seed) % 200));
+    c.k = 8 * (1 + (int)(test_rand(&seed) % 96));
+    c.kmajor = (int)(test_rand(&seed) % 2);
+    c.fp16 = (int)(test_rand(&seed) % 2);
+    c.out32 = (int)(test_rand(&seed) % 3 == 0);
+    c.graph = i % 4 == 3;
+    run_case(comm, k_fill, k_ref, k_cmp, &c, &seed);
+  }
+  invalid_id(comm);
+  weft_module_unload(mg);
+  weft_module_unload(m);
+  OK(weft_comm_destroy(comm));
+  printf("%d checks, %d failed\n%s\n", test_checks, test_failures, test_failures ? "FAILED" : "ok");
+  return test_failures ? 1 : 0;
+}
