@@ -28,6 +28,9 @@ run() { # name, ranks, args...
 # GEMM beside cuBLAS on every GPU at once (each rank its own GEMM; the slowest rank's times)
 run gemm "$ngpu" gemm
 run gemm-hooks "$ngpu" gemm --hooks
+# the grouped GEMM of MoE layers beside cuBLAS's grouped GEMM, uniform and skewed routings
+run grouped_gemm "$ngpu" grouped_gemm
+run grouped_gemm-zipf "$ngpu" grouped_gemm -r zipf
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
   run allgather "$ngpu" allgather

@@ -2,8 +2,8 @@
  * weft-bench — benchmarks with same-run baselines, nccl-tests conventions.
  * Usage: weftrun -n N weft-bench <suite> [options]; `weft-bench <suite> -h` lists a suite's.
  * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
- * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), ag_gemm, gemm_rs
- * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
+ * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), grouped_gemm (beside
+ * cuBLAS's grouped GEMM), ag_gemm, gemm_rs and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 int main_primitives(int argc, char **argv);
 int main_allgather(int argc, char **argv);
 int main_gemm(int argc, char **argv);
+int main_grouped_gemm(int argc, char **argv);
 int main_reduce_scatter(int argc, char **argv);
 int main_allreduce(int argc, char **argv);
 int main_alltoall(int argc, char **argv);
@@ -41,6 +42,11 @@ static const struct {
      SWEEP_OPTS},
     {"gemm", main_gemm, "weft_gemm beside cuBLAS",
      MM_OPTS " [--hooks] [--hot] [--config BM=,BN=,ST=,CL=,EPI=,G=,KS=,KC=,AR=,TS=,SW=,HK=,SM=]..."},
+    {"grouped_gemm", main_grouped_gemm,
+     "weft_grouped_gemm over an MoE routing beside cuBLAS's grouped GEMM and a dense GEMM of "
+     "equal FLOPs",
+     "[-s T,N,K,E,TOPK]... [-l nk|kn] [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] "
+     "[-G 0|1] [-T seconds] [-J file.json]"},
     {"reduce_scatter", main_reduce_scatter,
      "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)", SWEEP_OPTS},
     {"allreduce", main_allreduce,
@@ -63,7 +69,9 @@ static const char legend[] =
     "  -b, -e SIZE  smallest and largest size in bytes (K, M, G suffixes)\n"
     "  -f FACTOR    each size this many times the one before (> 1)\n"
     "  -s M,N,K     a shape, repeatable (default: LLM layer shapes)\n"
-    "  -l nk|kn     B stored [n, k] or [k, n]\n"
+    "  -l nk|kn     B stored [n, k] or [k, n] (grouped_gemm: each expert's weights)\n"
+    "  -s T,N,K,E,TOPK  grouped_gemm: T tokens to TOPK of E experts of [N, K] weights\n"
+    "  -r ROUTING   grouped_gemm: uniform (default) or zipf (expert e chosen by 1 / (e + 1))\n"
     "  -d TYPE      the data type\n"
     "  -a ALGO      weft's algorithm (auto: weft chooses)\n"
     "  -o OP        reduce_scatter, allreduce: the operator, sum (default), prod, max, min, avg\n"
