@@ -64,7 +64,18 @@ else
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done
 fi
-# every table in markdown, and the figures the issues set as targets (bench/tables.py)
+# PyTorch's grouped GEMM on weft-bench grouped_gemm's shapes and routings (bench/peers/README.md)
+if [ "$ngpu" -ge 1 ] && python3 -c "import torch" >/dev/null 2>&1; then
+  for r in uniform zipf; do
+    echo "== torch_grouped_mm ($r)"
+    python3 bench/peers/torch_grouped_mm.py --routing $r -J "$logs/torch_grouped_mm-$r.json" 2>&1 |
+      tee "$logs/torch_grouped_mm-$r.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
+else
+  echo "torch grouped GEMM peer column: needs a GPU and python3 with torch, skipped"
+fi
+# every table in markdown, and the figures the targets set (bench/tables.py)
 if command -v python3 >/dev/null 2>&1 && python3 bench/tables.py "$logs" > "$logs/tables.md"; then
   echo "== tables: $logs/tables.md; targets:"
   grep -E "^- |^Geometric" "$logs/tables.md"
