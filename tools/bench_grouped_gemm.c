@@ -14,6 +14,10 @@
  * FLOPs, 2 * T * TOPK * N * K; ratio = cuBLAS grouped time / weft time, dense = the dense GEMM's
  * time / weft time (above 1: weft faster).
  *
+ * --dry-run prints each shape's routing (rows, the experts' smallest and largest loads, the empty
+ * experts, a hash of the ids) without a GPU; bench/peers/torch_grouped_mm.py --dry-run prints the
+ * same lines (tests/cpu/bench_routing.sh compares them).
+ *
  * Default shapes: the MoE layers of TileLink, Table 4 (S = 8192 tokens, hidden H, expert
  * intermediate I, E experts, top-k: the first GEMM N = I, K = H and the second N = H, K = I); the
  * grouped GEMMs of Triton-distributed, Tables 4 and 5 (tokens a rank, in and out hidden, experts,
@@ -107,10 +111,14 @@ static void draw_ids(int tokens, int topk, int experts, int zipf, unsigned long 
 
 int main_grouped_gemm(int argc, char **argv) {
   static int shapes[GG_MAX_SHAPES][5];
-  int nshapes = 0, kmajor = 1, zipf = 0, iters = 20, warmup = 5, graph = 0;
+  int nshapes = 0, kmajor = 1, zipf = 0, iters = 20, warmup = 5, graph = 0, dry = 0;
   const char *dtype = "bf16", *json = NULL;
   for (int i = 0; i < argc; i += 2) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(o, "--dry-run")) {
+      dry = 1, i--;
+      continue;
+    }
     if (!v) usage();
     if (!strcmp(o, "-s") && nshapes < GG_MAX_SHAPES) {
       int *s = shapes[nshapes++];
@@ -161,6 +169,24 @@ int main_grouped_gemm(int argc, char **argv) {
       memcpy(shapes[nshapes++], up, sizeof up);
       memcpy(shapes[nshapes++], down, sizeof down);
     }
+  }
+  if (dry) { /* the shapes and their routings' expert loads, no GPU (as torch_grouped_mm.py's) */
+    for (int si = 0; si < nshapes; si++) {
+      const int *s = shapes[si];
+      int rows = s[0] * s[4], *ids = bench_calloc((size_t)rows, sizeof(int));
+      int *loads = bench_calloc((size_t)s[3], sizeof(int)), lo = rows, hi = 0, empty = 0;
+      unsigned hash = 0; /* of every id in order: the draws themselves */
+      draw_ids(s[0], s[4], s[3], zipf, 0x5EED0000ull + (unsigned long long)si, ids);
+      for (int i = 0; i < rows; i++) loads[ids[i]]++, hash = hash * 31u + (unsigned)ids[i];
+      for (int e = 0; e < s[3]; e++) {
+        lo = loads[e] < lo ? loads[e] : lo, hi = loads[e] > hi ? loads[e] : hi;
+        empty += !loads[e];
+      }
+      printf("%dx%dx%dx%dx%d: %d rows, expert loads min %d max %d, empty %d, ids hash %08x\n",
+             s[0], s[1], s[2], s[3], s[4], rows, lo, hi, empty, hash);
+      free(ids), free(loads);
+    }
+    return 0;
   }
   bench_t b;
   memset(&b, 0, sizeof b);

@@ -46,7 +46,7 @@ static const struct {
      "weft_grouped_gemm over an MoE routing beside cuBLAS's grouped GEMM and a dense GEMM of "
      "equal FLOPs",
      "[-s T,N,K,E,TOPK]... [-l nk|kn] [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] "
-     "[-G 0|1] [-T seconds] [-J file.json]"},
+     "[-G 0|1] [-T seconds] [-J file.json] [--dry-run]"},
     {"reduce_scatter", main_reduce_scatter,
      "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)", SWEEP_OPTS},
     {"allreduce", main_allreduce,

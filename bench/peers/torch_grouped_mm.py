@@ -14,8 +14,9 @@ grouped_gemm, name TxNxKxExTOPK, T, N, K, E, topk) and torch_grouped_mm_us.
 
 Launch:  python3 bench/peers/torch_grouped_mm.py [--shapes T,N,K,E,TOPK ...] [--routing
              uniform|zipf] [--layout nk|kn] [-n iters] [-w warmup] [--dtype bf16|fp16] [-J out.json]
-Without a GPU:  python3 bench/peers/torch_grouped_mm.py --dry-run (shapes and the routing's
-expert loads, no torch needed)
+Without a GPU:  python3 bench/peers/torch_grouped_mm.py --dry-run (shapes, the routing's expert
+loads and a hash of its ids, no torch needed: the lines `weft-bench grouped_gemm --dry-run`
+prints, which tests/cpu/bench_routing.sh compares)
 """
 import argparse
 import json
@@ -97,9 +98,13 @@ def main():
     if a.dry_run:
         for si, (t, n, k, e, topk) in enumerate(shapes):
             ids = draw_ids(t, topk, e, zipf, 0x5EED0000 + si)
-            loads = [ids.count(x) for x in range(e)]
+            loads = [0] * e
+            h = 0
+            for x in ids:
+                loads[x] += 1
+                h = (h * 31 + x) & 0xFFFFFFFF
             print(f"{t}x{n}x{k}x{e}x{topk}: {t * topk} rows, expert loads min {min(loads)} "
-                  f"max {max(loads)}, empty {loads.count(0)}")
+                  f"max {max(loads)}, empty {loads.count(0)}, ids hash {h:08x}")
         return 0
 
     import torch
