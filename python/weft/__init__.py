@@ -37,7 +37,7 @@ Errors raise weft.Error (status, status_name, and the library's last-error text)
 """
 
 from ._capi import (ALGOS, DTYPES, INVALID_USAGE, LAYOUTS, LIBRARY_PATH, RED_OPS, CommConfig,
-                    Error, call, lib)
+                    Error, MoeRouting, call, lib)
 
 import ctypes
 import os
@@ -47,7 +47,7 @@ try:
 except ImportError:  # the C ABI without tensors: version, jit_compile, Comm's host calls
     torch = None
 
-__all__ = ["Comm", "Error", "jit_compile", "version", "LIBRARY_PATH"]
+__all__ = ["Comm", "Error", "MoePlan", "jit_compile", "version", "LIBRARY_PATH"]
 
 
 def version():
@@ -500,3 +500,90 @@ class Comm:
         rank; k this rank's share of the reduction dimension. out: symmetric (empty()), [m, n];
         its dtype is the partials' and the result's."""
         return self._gemm_reduced("gemm_ar", a, b, out, a.shape[0], layout, algo, None, stream)
+
+    # -- mixture of experts (this GPU) -----------------------------------------------------------
+
+    def moe_route(self, topk_ids, experts, tile_rows=128, stream=None):
+        """The routing plan of topk_ids (int32 [tokens, topk], contiguous, on this GPU) over
+        `experts` experts, built on the GPU with no host sync (capturable): every expert's rows
+        contiguous and padded to a multiple of tile_rows (a multiple of 16 up to 256; the grouped
+        GEMM takes multiples of 64). Returns a MoePlan, whose tensors (counts, offsets, row_entry,
+        entry_row, tile_expert, tiles) are views of the workspace it holds. An id outside
+        [0, experts) empties the plan and makes the next synchronize() raise weft.Error."""
+        if topk_ids.dtype != torch.int32 or topk_ids.dim() != 2:
+            raise TypeError("topk_ids must be an int32 tensor [tokens, topk]")
+        tokens, topk = topk_ids.shape
+        nbytes, max_rows = ctypes.c_size_t(), ctypes.c_longlong()
+        call("weft_moe_routing_size", tokens, topk, experts, tile_rows, ctypes.byref(nbytes),
+             ctypes.byref(max_rows))
+        ws = torch.empty(max(nbytes.value, 1), dtype=torch.uint8, device=f"cuda:{self.device}")
+        r = MoeRouting()
+        self._call("weft_moe_route", ctypes.c_void_p(self._ptr(topk_ids, "topk_ids")), tokens,
+                   topk, experts, tile_rows, ctypes.c_void_p(ws.data_ptr()), nbytes.value,
+                   ctypes.c_void_p(ctypes.addressof(r)), self._stream(stream))
+        return MoePlan(r, ws)
+
+    def moe_gather(self, plan, x, out=None, stream=None):
+        """The grouped GEMM's A in the plan's row order: out[plan.max_rows, hidden] row r = the
+        token row of plan.row_entry[r] // topk of x [tokens, hidden] (contiguous), zeros in
+        padding rows, rows past the plan's rows in use not written. hidden * its size a multiple
+        of 16 bytes."""
+        if x.dim() != 2 or x.shape[0] != plan.tokens:
+            raise ValueError(f"x must be [{plan.tokens}, hidden], not {tuple(x.shape)}")
+        out = self._out(out, (plan.max_rows, x.shape[1]), x.dtype, "moe_gather's out")
+        self._call("weft_moe_gather", plan.pointer(), ctypes.c_void_p(self._ptr(x, "x")),
+                   x.shape[1], _dtype(x.dtype), ctypes.c_void_p(self._ptr(out, "out")),
+                   self._stream(stream))
+        return out
+
+    def grouped_gemm(self, plan, a, w, out=None, layout="nk", out_dtype=None, stream=None):
+        """out[plan.max_rows, n] row r = a[r] w[e]^T (layout "nk": w is [experts, n, k]) or
+        a[r] w[e] ("kn": [experts, k, n]), e the expert of r's tile row; a [plan.max_rows, k] (moe_gather's
+        output). The rows in use come from the plan on the GPU; rows past them are not written,
+        padding rows get zeros. bf16 or fp16 in; out_dtype bf16, fp16 or fp32."""
+        if w.dim() != 3 or w.shape[0] != plan.experts:
+            raise ValueError(f"w must be [{plan.experts}, ., .], not {tuple(w.shape)}")
+        n, k = (w.shape[1], w.shape[2]) if layout == "nk" else (w.shape[2], w.shape[1])
+        if a.dim() != 2 or tuple(a.shape) != (plan.max_rows, k):
+            raise ValueError(f"a must be [{plan.max_rows}, {k}], not {tuple(a.shape)}")
+        self._same(a, w, "a and w")
+        if w.stride(2) != 1:
+            raise ValueError("w's rows must be contiguous")
+        odt = out_dtype or (out.dtype if out is not None else a.dtype)
+        out = self._out(out, (plan.max_rows, n), odt, "grouped_gemm's out")
+        pa, lda = self._matrix(a, "a")
+        pc, ldc = self._matrix(out, "out")
+        self._call("weft_grouped_gemm", plan.pointer(), ctypes.c_void_p(pa), lda,
+                   ctypes.c_void_p(self._ptr(w, "w", contiguous=False)), w.stride(1),
+                   ctypes.c_longlong(w.stride(0)), ctypes.c_void_p(pc), ldc, n, k,
+                   _dtype(a.dtype), _dtype(odt), _enum(LAYOUTS, layout, "layout"),
+                   self._stream(stream))
+        return out
+
+
+class MoePlan:
+    """An MoE routing plan (Comm.moe_route): its sizes and, as int32 tensors over the workspace it
+    keeps alive, counts [experts], offsets [experts + 1], row_entry [max_rows], entry_row
+    [tokens * topk], tile_expert [max_rows // tile_rows] and tiles [1] (see weft_moe_routing_t)."""
+
+    def __init__(self, c, workspace):
+        self.c, self.workspace = c, workspace
+        self.tokens, self.topk, self.experts = c.tokens, c.topk, c.experts
+        self.tile_rows, self.max_rows = c.tile_rows, c.max_rows
+        base = workspace.data_ptr()
+
+        def view(ptr, n):
+            off = ptr - base
+            return workspace[off:off + 4 * n].view(torch.int32)
+
+        self.counts = view(c.counts, c.experts)
+        self.offsets = view(c.offsets, c.experts + 1)
+        self.row_entry = view(c.row_entry, c.max_rows)
+        self.entry_row = view(c.entry_row, c.tokens * c.topk)
+        self.tile_expert = view(c.tile_expert, c.max_rows // c.tile_rows)
+        self.tiles = view(c.tiles, 1)
+
+    def pointer(self):
+        """The C struct's address, for the calls that read the plan."""
+        return ctypes.c_void_p(ctypes.addressof(self.c))
+

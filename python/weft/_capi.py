@@ -40,6 +40,15 @@ class CommConfig(ctypes.Structure):
                 ("device", ctypes.c_int)]
 
 
+class MoeRouting(ctypes.Structure):
+    """weft_moe_routing_t (include/weft.h): a plan's sizes and its arrays in device memory."""
+    _fields_ = [("tokens", ctypes.c_int), ("topk", ctypes.c_int), ("experts", ctypes.c_int),
+                ("tile_rows", ctypes.c_int), ("max_rows", ctypes.c_longlong),
+                ("counts", ctypes.c_void_p), ("offsets", ctypes.c_void_p),
+                ("row_entry", ctypes.c_void_p), ("entry_row", ctypes.c_void_p),
+                ("tile_expert", ctypes.c_void_p), ("tiles", ctypes.c_void_p)]
+
+
 _p, _sz, _i, _u64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint64
 _pp, _pi, _psz = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_size_t)
 _st = ctypes.c_int  # weft_status_t

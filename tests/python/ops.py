@@ -1,5 +1,6 @@
-"""The Python package on GPUs: every collective, the GEMM and the three overlapped ops through
-weft's bindings, against float64 references (reductions, GEMMs) or bit for bit (data movement);
+"""The Python package on GPUs: every collective, the GEMM, the three overlapped ops and the MoE
+routing and grouped GEMM through weft's bindings, against float64 references (reductions, GEMMs)
+or bit for bit (data movement);
 a CUDA graph replay; argument errors. Inputs are fresh every run (a seed rank 0 draws), outputs
 poisoned before each call, every element checked. Each rank draws every rank's inputs from the
 shared seed, so references need no other library. Run by ctest through weftrun at 2, 3 and 4
@@ -269,6 +270,36 @@ for (m, n, k) in ((128, 4096, 512), (W * 1024, 1024, 512), (37, 640, 256)):
         e = nerr(out, ref)
         check(e <= 1e-2, f"gemm_ar {m}x{n}x{k} {algo}: error {e:.2e}")
         comm.free(out)
+
+# -- mixture of experts on this GPU: the routing plan, the gather, the grouped GEMM -------------
+
+for (tokens, topk, experts, n, k, layout) in ((300, 2, 8, 512, 256, "nk"),
+                                              (77, 4, 16, 384, 128, "kn")):
+    tag = f"moe{tokens}{topk}{experts}{layout}"
+    g = torch.Generator().manual_seed((SEED + tokens) % (1 << 63))
+    ids = torch.stack([torch.randperm(experts, generator=g)[:topk] for _ in range(tokens)])
+    ids = ids.to(torch.int32).to(DEV)
+    x = rand(R, (tokens, k), torch.bfloat16, tag + "x")
+    w = torch.stack([weights(R, n, k, layout, torch.bfloat16, tag + f"w{e}")
+                     for e in range(experts)])
+    plan = comm.moe_route(ids, experts, tile_rows=128)
+    a = comm.moe_gather(plan, x)
+    out = poison(torch.empty(plan.max_rows, n, dtype=torch.bfloat16, device=DEV))
+    comm.grouped_gemm(plan, a, w, out, layout=layout)
+    comm.synchronize()
+    counts = torch.bincount(ids.flatten().long(), minlength=experts).to(torch.int32)
+    check(torch.equal(plan.counts, counts), f"moe_route {tag}: per-expert counts")
+    rows = int(plan.tiles.item()) * plan.tile_rows
+    entry = plan.row_entry[:rows].long()
+    used = entry >= 0
+    ref = torch.zeros(rows, n, dtype=torch.float64, device=DEV)
+    flat = ids.flatten().long()
+    for r in torch.nonzero(used).flatten().tolist():
+        ent = int(entry[r])
+        ref[r] = ref_mm(x[ent // topk].unsqueeze(0), w[int(flat[ent])], layout)[0]
+    e = nerr(out[:rows], ref)
+    check(e <= GEMM_TOL[torch.bfloat16], f"grouped_gemm {tag} ({rows} rows in use): error {e:.2e}")
+    check(bool(torch.isnan(out[rows:]).all()), f"grouped_gemm {tag}: rows past the plan untouched")
 
 # -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
 
