@@ -498,6 +498,24 @@ WEFT_API weft_status_t weft_moe_gather(weft_comm_t *comm, const weft_moe_routing
                                        const void *x, int hidden, weft_dtype_t dtype, void *out,
                                        weft_stream_t stream);
 
+/* The gated activation between an MoE layer's grouped GEMMs: out[r, c] = silu(gate_up[r, c]) *
+ * gate_up[r, inter + c] for the plan's rows in use (gate_up [max_rows, 2 * inter], gate columns
+ * first; out [max_rows, inter], both contiguous), in fp32, rounded once; rows past the ones in
+ * use are not written. bf16, fp16 or fp32, the same for both. */
+WEFT_API weft_status_t weft_moe_silu_mul(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                         const void *gate_up, int inter, weft_dtype_t dtype,
+                                         void *out, weft_stream_t stream);
+
+/* The top-k combine after an MoE layer's last grouped GEMM: out[t, c] = the sum over slots j, in
+ * order, of weights[t, j] * y[routing->entry_row[t * topk + j], c] (y [max_rows, hidden] in the
+ * plan's rows, out [tokens, hidden], both contiguous, of dtype: bf16, fp16 or fp32; weights
+ * [tokens, topk] contiguous, of wdtype: bf16, fp16 or fp32), in fp32, rounded once. An entry the
+ * plan left out (an invalid id) adds nothing. */
+WEFT_API weft_status_t weft_moe_combine(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                        const void *y, const void *weights, weft_dtype_t wdtype,
+                                        int hidden, weft_dtype_t dtype, void *out,
+                                        weft_stream_t stream);
+
 /* ------------------------------------------------------------------------------------------ */
 /* GEMM (local to this GPU; the building block of the overlapped ops)                          */
 /* ------------------------------------------------------------------------------------------ */

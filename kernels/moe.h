@@ -1,6 +1,6 @@
 /*
  * kernels/moe.h — the arithmetic of an MoE routing plan, shared by host C (src/ops/moe.c, the
- * CPU tests) and the routing kernels (kernels/moe_route.cu). No system headers: it compiles under
+ * CPU tests) and the routing kernels (kernels/moe.cu). No system headers: it compiles under
  * NVRTC as it is.
  *
  * A routing plan lays the router's choices out as a grouped GEMM reads them (the dynamic tile
@@ -22,7 +22,7 @@
 #define WEFT_MOE_HD static inline
 #endif
 
-/* weft_moe_plan's block (kernels/moe_route.cu: one block builds the whole plan). */
+/* weft_moe_plan's block (kernels/moe.cu: one block builds the whole plan). */
 #define WEFT_MOE_PLAN_THREADS 512
 
 /* The tile heights a plan pads to: the grouped GEMM's tile rows. */

@@ -95,6 +95,8 @@ PROTOTYPES = {
     "weft_gemm_ar": (_st, [_p, _p, _i, _p, _i, _p, _p, _i, _i, _i, _i, _i, _i, _i, _p]),
     "weft_grouped_gemm": (_st, [_p, _p, _p, _i, _p, _i, ctypes.c_longlong, _p, _i, _i, _i, _i, _i,
                                 _i, _p]),
+    "weft_moe_silu_mul": (_st, [_p, _p, _p, _i, _i, _p, _p]),
+    "weft_moe_combine": (_st, [_p, _p, _p, _p, _i, _i, _i, _p, _p]),
     "weft_moe_routing_size": (_st, [_i, _i, _i, _i, _psz, ctypes.POINTER(ctypes.c_longlong)]),
     "weft_moe_route": (_st, [_p, _p, _i, _i, _i, _i, _p, _sz, _p, _p]),
     "weft_moe_gather": (_st, [_p, _p, _p, _i, _i, _p, _p]),

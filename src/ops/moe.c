@@ -1,6 +1,6 @@
 /*
- * moe.c — weft_moe_route and weft_moe_gather: argument checks, the plan's workspace layout and
- * the launches of kernels/moe_route.cu (see there for the kernels; kernels/moe.h for the plan's
+ * moe.c — weft_moe_route, weft_moe_gather, weft_moe_silu_mul and weft_moe_combine: argument
+ * checks, the plan's workspace layout and the launches of kernels/moe.cu (see there for the kernels; kernels/moe.h for the plan's
  * arithmetic). Local to this GPU.
  */
 #include "ops.h"
@@ -17,10 +17,12 @@
 
 weft_status_t weft_moe_init(weft_comm_t *comm) {
   weft_ops_t *o = comm->ops;
-  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/moe_route.cu", NULL, 0, &o->moe));
+  WEFT_CHECK(weft_module_load_embedded(comm, "kernels/moe.cu", NULL, 0, &o->moe));
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_count", &o->moe_count));
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_plan", &o->moe_plan));
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_place", &o->moe_place));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_silu_mul", &o->moe_silu_mul));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_combine", &o->moe_combine));
   return weft_module_get_kernel(o->moe, "weft_moe_gather", &o->moe_gather);
 }
 
@@ -167,4 +169,61 @@ weft_status_t weft_moe_gather(weft_comm_t *comm, const weft_moe_routing_t *routi
   void *args[] = {(void *)&x, (void *)&routing->row_entry, (void *)&routing->tiles, &tile_rows,
                   &topk, &row_bytes, &out};
   return weft_kernel_launch(comm->ops->moe_gather, &cfg, args, stream);
+}
+
+/* kernels/moe.cu's code of a float type (0 bf16, 1 fp16, 2 fp32), or -1 */
+static int moe_float(weft_dtype_t t) {
+  return t == WEFT_DTYPE_BF16 ? 0 : t == WEFT_DTYPE_FP16 ? 1 : t == WEFT_DTYPE_FP32 ? 2 : -1;
+}
+
+weft_status_t weft_moe_silu_mul(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                const void *gate_up, int inter, weft_dtype_t dtype, void *out,
+                                weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, routing, "routing is NULL");
+  int type = moe_float(dtype);
+  WEFT_ARG(comm, type >= 0, "dtype %d: bf16, fp16 or fp32", (int)dtype);
+  WEFT_ARG(comm, inter >= 1, "inter %d: at least 1", inter);
+  WEFT_ARG(comm, gate_up && out, "gate_up or out is NULL");
+  size_t elem = weft_dtype_size(dtype);
+  size_t in_b = (size_t)routing->max_rows * 2 * (size_t)inter * elem;
+  size_t out_b = (size_t)routing->max_rows * (size_t)inter * elem;
+  WEFT_ARG(comm, (const char *)gate_up + in_b <= (const char *)out ||
+                     (const char *)out + out_b <= (const char *)gate_up,
+           "gate_up and out overlap");
+  WEFT_CHECK(weft_comm_make_current(comm));
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.grid[0] = moe_grid(comm, routing->max_rows * inter);
+  cfg.block[0] = MOE_THREADS;
+  long long n = inter;
+  int tile_rows = routing->tile_rows;
+  void *args[] = {(void *)&gate_up, (void *)&routing->tiles, &tile_rows, &n, &type, &out};
+  return weft_kernel_launch(comm->ops->moe_silu_mul, &cfg, args, stream);
+}
+
+weft_status_t weft_moe_combine(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *y,
+                               const void *weights, weft_dtype_t wdtype, int hidden,
+                               weft_dtype_t dtype, void *out, weft_stream_t stream) {
+  WEFT_CHECK(weft_comm_check(comm));
+  WEFT_ARG(comm, routing, "routing is NULL");
+  int type = moe_float(dtype), wtype = moe_float(wdtype);
+  WEFT_ARG(comm, type >= 0 && wtype >= 0, "dtype %d and wdtype %d: bf16, fp16 or fp32",
+           (int)dtype, (int)wdtype);
+  WEFT_ARG(comm, hidden >= 1, "hidden %d: at least 1", hidden);
+  if (routing->tokens == 0) return WEFT_STATUS_SUCCESS;
+  WEFT_ARG(comm, y && weights && out, "y, weights or out is NULL");
+  size_t out_b = (size_t)routing->tokens * (size_t)hidden * weft_dtype_size(dtype);
+  size_t y_b = (size_t)routing->max_rows * (size_t)hidden * weft_dtype_size(dtype);
+  WEFT_ARG(comm, (const char *)y + y_b <= (const char *)out ||
+                     (const char *)out + out_b <= (const char *)y,
+           "y and out overlap");
+  WEFT_CHECK(weft_comm_make_current(comm));
+  weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
+  cfg.grid[0] = moe_grid(comm, (long long)routing->tokens * hidden);
+  cfg.block[0] = MOE_THREADS;
+  long long tokens = routing->tokens, h = hidden;
+  int topk = routing->topk;
+  void *args[] = {(void *)&y, (void *)&routing->entry_row, (void *)&weights, &wtype, &tokens,
+                  &topk, &h, &type, &out};
+  return weft_kernel_launch(comm->ops->moe_combine, &cfg, args, stream);
 }

@@ -111,9 +111,9 @@ typedef struct weft_ops {
   uint64_t *a2a_inbox;       /* [local_world][WEFT_A2A_INBOX_WORDS] symmetric */
   unsigned char *a2a_ll_buf; /* [2][local_world][a2a_ll_slot] symmetric */
   size_t a2a_ll_slot;
-  /* MoE routing (kernels/moe_route.cu) */
+  /* MoE routing (kernels/moe.cu) */
   struct weft_module *moe;
-  struct weft_kernel *moe_count, *moe_plan, *moe_place, *moe_gather;
+  struct weft_kernel *moe_count, *moe_plan, *moe_place, *moe_gather, *moe_silu_mul, *moe_combine;
   /* fork/join of copy-engine work over the side stream */
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;

@@ -6,7 +6,10 @@
  * and [k, n] experts, bf16 and fp16 in, bf16 and fp32 out: every row in use within a normalised
  * error of 1e-2 (bf16 out; 1e-4 fp32), padding rows zero, C's rows past the plan's and its
  * columns past n as poisoned; then the routing, gather and GEMM captured in one CUDA graph and
- * replayed on new ids; and an invalid expert id, after which the GEMM writes nothing.
+ * replayed on new ids; a whole MoE layer from the unfused steps (the gate-and-up grouped GEMM,
+ * weft_moe_silu_mul, the down grouped GEMM, weft_moe_combine) against a float64 reference from the
+ * tokens, ids, router weights and both weight sets; and an invalid expert id, after which the
+ * GEMM writes nothing.
  */
 // weft-test: ranks=1 timeout=600
 #include "gpu_test.h"
@@ -34,6 +37,42 @@ static const char *grouped_src =
     "      for (int q = 0; q < k; q++)\n"
     "        s += g_ld(a, q, fp16) * g_ld(be, kmajor ? (unsigned long long)c * ldb + q\n"
     "                                              : (unsigned long long)q * ldb + c, fp16);\n"
+    "    }\n"
+    "    ref[i] = s;\n"
+    "  }\n"
+    "}\n"
+    /* the layer: act[entry, i] = silu(x . W1[e, i]) * (x . W1[e, inter + i]), W1 [E, 2 inter, k] */
+    "extern \"C\" __global__ void layer_act(double *act, const unsigned short *x,\n"
+    "    const unsigned short *w1, const int *ids, int entries, int topk, int inter, int k) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "       i < (unsigned long long)entries * inter; i += gridDim.x * blockDim.x) {\n"
+    "    int en = (int)(i / inter), c = (int)(i % inter);\n"
+    "    const unsigned short *a = x + (unsigned long long)(en / topk) * k;\n"
+    "    const unsigned short *we = w1 + (unsigned long long)ids[en] * 2 * inter * k;\n"
+    "    double g = 0, u = 0;\n"
+    "    for (int q = 0; q < k; q++) {\n"
+    "      double v = g_ld(a, q, 0);\n"
+    "      g += v * g_ld(we, (unsigned long long)c * k + q, 0);\n"
+    "      u += v * g_ld(we, (unsigned long long)(inter + c) * k + q, 0);\n"
+    "    }\n"
+    "    act[i] = g / (1.0 + exp(-g)) * u;\n"
+    "  }\n"
+    "}\n"
+    /* out[t, c] = sum_j weights[t, j] * act[t * topk + j] . W2[e, c], W2 [E, hidden, inter] */
+    "extern \"C\" __global__ void layer_out(double *ref, const double *act,\n"
+    "    const unsigned short *w2, const int *ids, const float *weights, int tokens, int topk,\n"
+    "    int hidden, int inter) {\n"
+    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "       i < (unsigned long long)tokens * hidden; i += gridDim.x * blockDim.x) {\n"
+    "    int t = (int)(i / hidden), c = (int)(i % hidden);\n"
+    "    double s = 0;\n"
+    "    for (int j = 0; j < topk; j++) {\n"
+    "      int en = t * topk + j;\n"
+    "      const unsigned short *we = w2 + ((unsigned long long)ids[en] * hidden + c) * inter;\n"
+    "      double d = 0;\n"
+    "      for (int q = 0; q < inter; q++)\n"
+    "        d += act[(unsigned long long)en * inter + q] * g_ld(we, q, 0);\n"
+    "      s += (double)weights[en] * d;\n"
     "    }\n"
     "    ref[i] = s;\n"
     "  }\n"
@@ -104,7 +143,8 @@ static int run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_r
     draw_ids(c, seed, ids);
     if (entries) CU(cuMemcpyHtoDAsync(d_ids, ids, (size_t)entries * 4, s));
     /* fresh inputs: x, every expert's matrix (with its padding), and C poisoned */
-    unsigned long long nx = (unsigned long long)c->tokens * c->k, nb = (unsigned long long)b_stride * c->experts;
+    unsigned long long nx = (unsigned long long)c->tokens * c->k;
+    unsigned long long nb = (unsigned long long)b_stride * c->experts;
     unsigned long long sx = test_rand(seed), sb = test_rand(seed);
     int f16 = c->fp16;
     void *fx[] = {&d_x, &nx, &f16, &sx}, *fb[] = {&d_b, &nb, &f16, &sb};
@@ -134,16 +174,20 @@ static int run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_r
     int rows, tiles;
     CU(cuMemcpyDtoH(&tiles, (CUdeviceptr)(uintptr_t)r.tiles, sizeof tiles));
     rows = tiles * c->tile;
-    if (max_rows) CU(cuMemcpyDtoH(row_entry, (CUdeviceptr)(uintptr_t)r.row_entry, sizeof(int) * (size_t)max_rows));
+    if (max_rows)
+      CU(cuMemcpyDtoH(row_entry, (CUdeviceptr)(uintptr_t)r.row_entry,
+                      sizeof(int) * (size_t)max_rows));
     int n = c->n, k = c->k, topk = c->topk, kmaj = c->kmajor;
     long long ldb_l = ldb;
     CUdeviceptr d_re = (CUdeviceptr)(uintptr_t)r.row_entry;
-    void *fr[] = {&d_ref, &d_x, &d_b, &d_re, &d_ids, &rows, &n, &k, &topk, &ldb_l, &b_stride, &kmaj, &f16};
+    void *fr[] = {&d_ref, &d_x, &d_b, &d_re, &d_ids, &rows, &n,
+                  &k,     &topk, &ldb_l, &b_stride, &kmaj, &f16};
     if (rows) gemm_test_launch(k_ref, fr, s);
     unsigned long long bad[2] = {0, 0};
     double err = rows ? gemm_test_compare(comm, k_cmp, s, d_c, d_ref, rows, n, ldc, out, bad) : 0;
     double tol = c->out32 ? 1e-4 : 1e-2;
-    EXPECT(err <= tol, "normalised error %.3g over the %d rows in use (tolerance %g)", err, rows, tol);
+    EXPECT(err <= tol, "normalised error %.3g over the %d rows in use (tolerance %g)", err, rows,
+           tol);
     EXPECT(!bad[0], "%llu non-finite elements", bad[0]);
     EXPECT(!bad[1], "%llu elements of C's columns past n changed", bad[1]);
     /* the rows past the plan's: untouched */
@@ -162,6 +206,85 @@ static int run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_r
   printf("%s %s\n", test_failures == before ? "ok  " : "FAIL", test_context);
   test_context[0] = 0;
   return test_failures - before;
+}
+
+/* One MoE layer on this GPU from weft's unfused steps (route, gather, the gate-and-up grouped
+ * GEMM, the gated activation, the down grouped GEMM, the top-k combine), bf16, against a float64
+ * reference from the tokens, ids, router weights and both weight sets; out poisoned first. */
+static void layer_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_act,
+                       weft_kernel_t *k_out, weft_kernel_t *k_cmp, int tokens, int topk,
+                       int experts, int hidden, int inter, unsigned long long *seed) {
+  snprintf(test_context, sizeof test_context, "layer: %d tokens x top-%d of %d experts, hidden %d, "
+           "inter %d", tokens, topk, experts, hidden, inter);
+  int before = test_failures, tile = 128, fp16 = 0;
+  size_t ws_bytes;
+  long long max_rows, entries = (long long)tokens * topk;
+  OK(weft_moe_routing_size(tokens, topk, experts, tile, &ws_bytes, &max_rows));
+  CUdeviceptr d_ids, d_w, d_ws, d_x, d_w1, d_w2, d_a, d_gu, d_act, d_y, d_out, d_racc, d_ref;
+  CU(cuMemAlloc(&d_ids, (size_t)entries * 4));
+  CU(cuMemAlloc(&d_w, (size_t)entries * 4));
+  CU(cuMemAlloc(&d_ws, ws_bytes));
+  CU(cuMemAlloc(&d_x, (size_t)tokens * hidden * 2));
+  CU(cuMemAlloc(&d_w1, (size_t)experts * 2 * inter * hidden * 2));
+  CU(cuMemAlloc(&d_w2, (size_t)experts * hidden * inter * 2));
+  CU(cuMemAlloc(&d_a, (size_t)max_rows * hidden * 2));
+  CU(cuMemAlloc(&d_gu, (size_t)max_rows * 2 * inter * 2));
+  CU(cuMemAlloc(&d_act, (size_t)max_rows * inter * 2));
+  CU(cuMemAlloc(&d_y, (size_t)max_rows * hidden * 2));
+  CU(cuMemAlloc(&d_out, (size_t)tokens * hidden * 2));
+  CU(cuMemAlloc(&d_racc, (size_t)entries * inter * 8));
+  CU(cuMemAlloc(&d_ref, (size_t)tokens * hidden * 8));
+  int *ids = malloc((size_t)entries * sizeof(int));
+  float *wts = malloc((size_t)entries * sizeof(float));
+  if (!ids || !wts) exit(1);
+  grouped_case_t c = {tokens, topk, experts, tile, 0, 0, 0, 1, 0, 0, 0};
+  draw_ids(&c, seed, ids);
+  for (long long i = 0; i < entries; i++) wts[i] = (float)(test_rand(seed) % 1000) / 1000.f;
+  CU(cuMemcpyHtoD(d_ids, ids, (size_t)entries * 4));
+  CU(cuMemcpyHtoD(d_w, wts, (size_t)entries * 4));
+  unsigned long long nx = (unsigned long long)tokens * hidden;
+  unsigned long long n1 = (unsigned long long)experts * 2 * inter * hidden;
+  unsigned long long n2 = (unsigned long long)experts * hidden * inter;
+  unsigned long long sx = test_rand(seed), s1 = test_rand(seed), s2 = test_rand(seed);
+  void *fx[] = {&d_x, &nx, &fp16, &sx}, *f1[] = {&d_w1, &n1, &fp16, &s1};
+  void *f2[] = {&d_w2, &n2, &fp16, &s2};
+  gemm_test_launch(k_fill, fx, NULL);
+  gemm_test_launch(k_fill, f1, NULL);
+  gemm_test_launch(k_fill, f2, NULL);
+  CU(cuMemsetD8(d_out, 0xff, (size_t)tokens * hidden * 2));
+  weft_moe_routing_t r;
+  OK(weft_moe_route(comm, (const int32_t *)(uintptr_t)d_ids, tokens, topk, experts, tile,
+                    (void *)(uintptr_t)d_ws, ws_bytes, &r, NULL));
+  OK(weft_moe_gather(comm, &r, (const void *)(uintptr_t)d_x, hidden, WEFT_DTYPE_BF16,
+                     (void *)(uintptr_t)d_a, NULL));
+  OK(weft_grouped_gemm(comm, &r, (const void *)(uintptr_t)d_a, hidden,
+                       (const void *)(uintptr_t)d_w1,
+                       hidden, 2LL * inter * hidden, (void *)(uintptr_t)d_gu, 2 * inter, 2 * inter,
+                       hidden, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_GEMM_LAYOUT_NK, NULL));
+  OK(weft_moe_silu_mul(comm, &r, (const void *)(uintptr_t)d_gu, inter, WEFT_DTYPE_BF16,
+                       (void *)(uintptr_t)d_act, NULL));
+  OK(weft_grouped_gemm(comm, &r, (const void *)(uintptr_t)d_act, inter,
+                       (const void *)(uintptr_t)d_w2,
+                       inter, (long long)hidden * inter, (void *)(uintptr_t)d_y, hidden, hidden,
+                       inter, WEFT_DTYPE_BF16, WEFT_DTYPE_BF16, WEFT_GEMM_LAYOUT_NK, NULL));
+  OK(weft_moe_combine(comm, &r, (const void *)(uintptr_t)d_y, (const void *)(uintptr_t)d_w,
+                      WEFT_DTYPE_FP32, hidden, WEFT_DTYPE_BF16, (void *)(uintptr_t)d_out, NULL));
+  int ent = (int)entries;
+  void *fa[] = {&d_racc, &d_x, &d_w1, &d_ids, &ent, &topk, &inter, &hidden};
+  gemm_test_launch(k_act, fa, NULL);
+  void *fo[] = {&d_ref, &d_racc, &d_w2, &d_ids, &d_w, &tokens, &topk, &hidden, &inter};
+  gemm_test_launch(k_out, fo, NULL);
+  unsigned long long bad[2] = {0, 0};
+  double err = gemm_test_compare(comm, k_cmp, NULL, d_out, d_ref, tokens, hidden, hidden,
+                                 WEFT_DTYPE_BF16, bad);
+  EXPECT(err <= 1e-2, "normalised error %.3g of the layer's output", err);
+  EXPECT(!bad[0], "%llu non-finite elements", bad[0]);
+  CUdeviceptr all[] = {d_ids, d_w,  d_ws, d_x,   d_w1,   d_w2,  d_a,
+                       d_gu,  d_act, d_y, d_out, d_racc, d_ref};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
+  free(ids), free(wts);
+  printf("%s %s\n", test_failures == before ? "ok  " : "FAIL", test_context);
+  test_context[0] = 0;
 }
 
 /* An invalid expert id empties the plan: the grouped GEMM after it writes nothing. */
@@ -213,6 +336,7 @@ int main(void) {
   OK(weft_module_load(comm, grouped_src, "grouped_test.cu", NULL, 0, &mg));
   weft_kernel_t *k_fill = test_kernel(m, "fill"), *k_cmp = test_kernel(m, "compare");
   weft_kernel_t *k_ref = test_kernel(mg, "grouped_reference");
+  weft_kernel_t *k_act = test_kernel(mg, "layer_act"), *k_lout = test_kernel(mg, "layer_out");
   grouped_case_t fixed[] = {
       {1000, 2, 8, 128, 0, 1408, 512, 1, 0, 0, 0},  {777, 6, 64, 64, 1, 704, 256, 1, 0, 0, 0},
       {300, 4, 16, 128, 2, 512, 1024, 0, 0, 0, 0},  {1, 1, 4, 64, 0, 256, 128, 1, 1, 1, 0},
@@ -237,6 +361,8 @@ int main(void) {
     c.graph = i % 4 == 3;
     run_case(comm, k_fill, k_ref, k_cmp, &c, &seed);
   }
+  layer_case(comm, k_fill, k_act, k_lout, k_cmp, 300, 2, 8, 256, 512, &seed);
+  layer_case(comm, k_fill, k_act, k_lout, k_cmp, 1000, 4, 32, 512, 192, &seed);
   invalid_id(comm);
   weft_module_unload(mg);
   weft_module_unload(m);

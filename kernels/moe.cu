@@ -1,5 +1,5 @@
 /*
- * kernels/moe_route.cu — an MoE layer's routing plan on the GPU (src/ops/moe.c launches these;
+ * kernels/moe.cu — an MoE layer's routing plan on the GPU (src/ops/moe.c launches these;
  * kernels/moe.h says what the plan is): from the router's topk_ids [tokens, topk], every expert's
  * entries counted, laid out in rows padded per expert to the grouped GEMM's tile height, and every
  * tile row tagged with its expert (the dynamic tile mapping of TileLink, §4.1); then the tokens'
@@ -14,6 +14,8 @@
  *                    after a bad id, so that the GEMMs that follow compute and write nothing
  *   weft_moe_place   grid: each entry takes the next row of its expert (an atomic cursor)
  *   weft_moe_gather  grid: row r of out = the token row of entry row_entry[r] (zeros in padding)
+ *   weft_moe_silu_mul, weft_moe_combine   the unfused steps of a layer between and after its
+ *                    grouped GEMMs: the gated activation, and the top-k weighted sum into token order
  */
 #include <weft/device.cuh>
 
@@ -100,5 +102,65 @@ extern "C" __global__ void weft_moe_gather(const uint4 *x, const int *row_entry,
     uint4 v = {0u, 0u, 0u, 0u};
     if (entry >= 0) v = x[(long long)(entry / topk) * pieces + c];
     out[i] = v;
+  }
+}
+
+/* ---- the unfused steps of an MoE layer between and after its grouped GEMMs ---------------- */
+
+/* 16-bit floats (bf16: 0, fp16: 1) and fp32 (2), to and from fp32 */
+static __device__ __forceinline__ float moe_ld(const void *p, weft_u64_t i, int t) {
+  if (t == 2) return ((const float *)p)[i];
+  unsigned short h = ((const unsigned short *)p)[i];
+  if (t == 0) return __uint_as_float((unsigned)h << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ void moe_st(void *p, weft_u64_t i, int t, float v) {
+  if (t == 2) {
+    ((float *)p)[i] = v;
+  } else if (t == 0) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    ((unsigned short *)p)[i] = h;
+  } else {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    ((unsigned short *)p)[i] = h;
+  }
+}
+
+/* The gated activation of the first grouped GEMM's output: out[r, c] = silu(gu[r, c]) *
+ * gu[r, inter + c] (gate columns first, up columns after), in fp32, for the plan's rows in use
+ * (tiles[0] * tile_rows); type: 0 bf16, 1 fp16, 2 fp32, for both. */
+extern "C" __global__ void weft_moe_silu_mul(const void *gu, const int *tiles, int tile_rows,
+                                             long long inter, int type, void *out) {
+  long long rows = (long long)*tiles * tile_rows;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * inter;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long r = i / inter, c = i - r * inter;
+    float g = moe_ld(gu, (weft_u64_t)(r * 2 * inter + c), type);
+    float u = moe_ld(gu, (weft_u64_t)(r * 2 * inter + inter + c), type);
+    moe_st(out, (weft_u64_t)i, type, g / (1.f + __expf(-g)) * u);
+  }
+}
+
+/* The top-k combine: out[t, c] = sum over slots j in order of weights[t, j] * y[entry_row[t * topk
+ * + j], c], in fp32 (an entry left out, -1, adds nothing); y and out of type `type`, weights of
+ * `wtype` (0 bf16, 1 fp16, 2 fp32). */
+extern "C" __global__ void weft_moe_combine(const void *y, const int *entry_row, const void *weights,
+                                            int wtype, long long tokens, int topk, long long hidden,
+                                            int type, void *out) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < tokens * hidden;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long t = i / hidden, c = i - t * hidden;
+    float s = 0.f;
+    for (int j = 0; j < topk; j++) {
+      int r = entry_row[t * topk + j];
+      if (r >= 0)
+        s += moe_ld(weights, (weft_u64_t)(t * topk + j), wtype) *
+             moe_ld(y, (weft_u64_t)((long long)r * hidden + c), type);
+    }
+    moe_st(out, (weft_u64_t)i, type, s);
   }
 }
