@@ -538,9 +538,9 @@ class Comm:
 
     def grouped_gemm(self, plan, a, w, out=None, layout="nk", out_dtype=None, stream=None):
         """out[plan.max_rows, n] row r = a[r] w[e]^T (layout "nk": w is [experts, n, k]) or
-        a[r] w[e] ("kn": [experts, k, n]), e the expert of r's tile row; a [plan.max_rows, k] (moe_gather's
-        output). The rows in use come from the plan on the GPU; rows past them are not written,
-        padding rows get zeros. bf16 or fp16 in; out_dtype bf16, fp16 or fp32."""
+        a[r] w[e] ("kn": [experts, k, n]), e the expert of r's tile row; a [plan.max_rows, k]
+        (moe_gather's output). The rows in use come from the plan on the GPU; rows past them are
+        not written, padding rows get zeros. bf16 or fp16 in; out_dtype bf16, fp16 or fp32."""
         if w.dim() != 3 or w.shape[0] != plan.experts:
             raise ValueError(f"w must be [{plan.experts}, ., .], not {tuple(w.shape)}")
         n, k = (w.shape[1], w.shape[2]) if layout == "nk" else (w.shape[2], w.shape[1])
@@ -557,6 +557,35 @@ class Comm:
                    ctypes.c_void_p(self._ptr(w, "w", contiguous=False)), w.stride(1),
                    ctypes.c_longlong(w.stride(0)), ctypes.c_void_p(pc), ldc, n, k,
                    _dtype(a.dtype), _dtype(odt), _enum(LAYOUTS, layout, "layout"),
+                   self._stream(stream))
+        return out
+
+    def moe_silu_mul(self, plan, gate_up, out=None, stream=None):
+        """out[plan.max_rows, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:] for the plan's
+        rows in use (gate columns first), in fp32, rounded once; bf16, fp16 or fp32."""
+        if gate_up.dim() != 2 or gate_up.shape[0] != plan.max_rows or gate_up.shape[1] % 2:
+            raise ValueError(f"gate_up must be [{plan.max_rows}, 2 * inter], not "
+                             f"{tuple(gate_up.shape)}")
+        inter = gate_up.shape[1] // 2
+        out = self._out(out, (plan.max_rows, inter), gate_up.dtype, "moe_silu_mul's out")
+        self._call("weft_moe_silu_mul", plan.pointer(),
+                   ctypes.c_void_p(self._ptr(gate_up, "gate_up")), inter, _dtype(gate_up.dtype),
+                   ctypes.c_void_p(self._ptr(out, "out")), self._stream(stream))
+        return out
+
+    def moe_combine(self, plan, y, weights, out=None, stream=None):
+        """out[tokens, hidden] = the sum over each token's slots j, in order, of weights[t, j] *
+        y[plan.entry_row[t * topk + j]] (y [plan.max_rows, hidden], weights [tokens, topk]), in
+        fp32, rounded once to y's dtype."""
+        if y.dim() != 2 or y.shape[0] != plan.max_rows:
+            raise ValueError(f"y must be [{plan.max_rows}, hidden], not {tuple(y.shape)}")
+        if tuple(weights.shape) != (plan.tokens, plan.topk):
+            raise ValueError(f"weights must be [{plan.tokens}, {plan.topk}], not "
+                             f"{tuple(weights.shape)}")
+        out = self._out(out, (plan.tokens, y.shape[1]), y.dtype, "moe_combine's out")
+        self._call("weft_moe_combine", plan.pointer(), ctypes.c_void_p(self._ptr(y, "y")),
+                   ctypes.c_void_p(self._ptr(weights, "weights")), _dtype(weights.dtype),
+                   y.shape[1], _dtype(y.dtype), ctypes.c_void_p(self._ptr(out, "out")),
                    self._stream(stream))
         return out
 

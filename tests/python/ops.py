@@ -300,6 +300,22 @@ for (tokens, topk, experts, n, k, layout) in ((300, 2, 8, 512, 256, "nk"),
     e = nerr(out[:rows], ref)
     check(e <= GEMM_TOL[torch.bfloat16], f"grouped_gemm {tag} ({rows} rows in use): error {e:.2e}")
     check(bool(torch.isnan(out[rows:]).all()), f"grouped_gemm {tag}: rows past the plan untouched")
+    # the rest of a layer: the gated activation and the top-k combine
+    w2 = torch.cat([w, w], 1 if layout == "nk" else 2)  # gate and up: the same weights
+    gu = comm.grouped_gemm(plan, a, w2, layout=layout)
+    act = comm.moe_silu_mul(plan, gu)
+    wts = torch.rand(tokens, topk, generator=g).to(DEV)
+    comb = comm.moe_combine(plan, act, wts)
+    comm.synchronize()
+    half = out[:rows].double()
+    act_ref = half * torch.sigmoid(half) * half
+    comb_ref = torch.zeros(tokens, n, dtype=torch.float64, device=DEV)
+    er = plan.entry_row.long()
+    for t in range(tokens):
+        for j in range(topk):
+            comb_ref[t] += float(wts[t, j]) * act_ref[int(er[t * topk + j])]
+    e = nerr(comb, comb_ref)
+    check(e <= 2e-2, f"moe_silu_mul + moe_combine {tag}: error {e:.2e}")
 
 # -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
 
