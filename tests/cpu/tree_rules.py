@@ -14,7 +14,9 @@ includes only its own files, the kernels (kernels/) those and their own headers,
 name (NVRTC resolves in-memory headers by exact name).
 
 words: the repository describes the product, not its making: no development stage numbers
-("stop 12", "...-stop28.md"), no sessions, no issue numbers, no paths outside the repository.
+(a stage and its number, a stage number in a file name), no work periods of the developers, no
+tracker numbers, no paths outside the repository. The words themselves are spelled below in
+pieces (STOP, SESS, ISSUE, ...), so that this file does not trip the scanners it mirrors.
 
 Exit status 0 when the tree keeps the rules, 1 with one line per violation otherwise.
 """
@@ -101,13 +103,15 @@ def check_layers(root):
 
 # ---- words -------------------------------------------------------------------------------------
 
+STOP, SESS, ISSUE = "st" + "op", "ses" + "sion", "is" + "sue"
+OUTSIDE = ("se" + "eds/", "DES" + "IGN.md", "../sh" + "ared")
 WORDS = [
-    (re.compile(r"\bstop[ _-]?\d+|-stop\d", re.I), "a development stage number"),
-    (re.compile(r"\bsessions?\b", re.I), "a development session"),
-    (re.compile(r"\bissues? #?\d+", re.I), "an issue number"),
-    (re.compile(r"\bseeds/|\bDESIGN\.md\b|\.\./shared\b"), "a path outside the repository"),
+    # letters bound the words, not underscores: a script named ..._<word>.sh names it too
+    (re.compile(r"(?<![a-z])" + STOP + r"[ _-]?\d+", re.I), "a development stage number"),
+    (re.compile(r"(?<![a-z])" + SESS + r"s?(?![a-z])", re.I), "a development " + SESS),
+    (re.compile(r"(?<![a-z])" + ISSUE + r"s? #?\d+", re.I), "an " + ISSUE + " number"),
+    (re.compile("|".join(re.escape(o) for o in OUTSIDE)), "a path outside the repository"),
 ]
-SELF = "tests/cpu/tree_rules.py"
 
 
 def tracked_files(root):
@@ -123,8 +127,6 @@ def tracked_files(root):
 def check_words(root):
     bad = []
     for path in tracked_files(root):
-        if path == SELF:
-            continue
         full = os.path.join(root, path)
         for rx, what in WORDS:
             m = rx.search(path)
@@ -163,12 +165,14 @@ def self_test():
         "src/tools.h": '#include "ops/ops.h"\n',
         "tools/good.c": '#include "weft.h"\n#include "tools.h"\n',
         "tools/bad.c": '#include "runtime/comm.h"\n',
-        "src/ops/words.c": "/* measured at stop 12 */\n/* see ../shared/x */\n",
-        "docs/x-stop28.md": "the second session showed it (issue 44)\n",
+        "src/ops/words.c": f"/* measured at {STOP} 12 */\n/* see {OUTSIDE[2]}/x */\n",
+        f"docs/x-{STOP}28.md": f"the second {SESS} showed it ({ISSUE} 44)\n",
+        f"dev/run_{SESS}.sh": "#!/bin/sh\n",
     }
     expect_layers = ["src/jit/bad.c", "src/runtime/bad.c", "tools/bad.c", "include/weft/bad.cuh"]
-    expect_words = ["src/ops/words.c:1", "src/ops/words.c:2", "docs/x-stop28.md: its name",
-                    "docs/x-stop28.md:1: a development session", "docs/x-stop28.md:1: an issue"]
+    expect_words = ["src/ops/words.c:1", "src/ops/words.c:2", f"docs/x-{STOP}28.md: its name",
+                    f"dev/run_{SESS}.sh: its name", f"docs/x-{STOP}28.md:1: a development {SESS}",
+                    f"docs/x-{STOP}28.md:1: an {ISSUE}"]
     with tempfile.TemporaryDirectory() as root:
         for path, text in files.items():
             os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
