@@ -31,6 +31,9 @@ run gemm-hooks "$ngpu" gemm --hooks
 # the grouped GEMM of MoE layers beside cuBLAS's grouped GEMM, uniform and skewed routings
 run grouped_gemm "$ngpu" grouped_gemm
 run grouped_gemm-zipf "$ngpu" grouped_gemm -r zipf
+# one MoE layer's experts, fused and unfused, both routings
+run moe_layer "$ngpu" moe_layer
+run moe_layer-zipf "$ngpu" moe_layer -r zipf
 if [ "$ngpu" -ge 2 ]; then
   run primitives "$ngpu" primitives
   run allgather "$ngpu" allgather
@@ -64,16 +67,18 @@ else
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done
 fi
-# PyTorch's grouped GEMM on weft-bench grouped_gemm's shapes and routings (bench/peers/README.md)
+# PyTorch's grouped GEMM and MoE layer on weft-bench grouped_gemm's and moe_layer's shapes and
+# routings (bench/peers/README.md)
 if [ "$ngpu" -ge 1 ] && python3 -c "import torch" >/dev/null 2>&1; then
   for r in uniform zipf; do
-    echo "== torch_grouped_mm ($r)"
-    python3 bench/peers/torch_grouped_mm.py --routing $r -J "$logs/torch_grouped_mm-$r.json" 2>&1 |
-      tee "$logs/torch_grouped_mm-$r.log"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    for peer in torch_grouped_mm torch_moe_layer; do
+      echo "== $peer ($r)"
+      python3 bench/peers/$peer.py --routing $r -J "$logs/$peer-$r.json" 2>&1 | tee "$logs/$peer-$r.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
   done
 else
-  echo "torch grouped GEMM peer column: needs a GPU and python3 with torch, skipped"
+  echo "torch grouped GEMM and MoE layer peer columns: need a GPU and python3 with torch, skipped"
 fi
 # every table in markdown, and the figures the targets set (bench/tables.py)
 if command -v python3 >/dev/null 2>&1 && python3 bench/tables.py "$logs" > "$logs/tables.md"; then

@@ -568,6 +568,38 @@ WEFT_API weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routi
                                          weft_dtype_t in, weft_dtype_t out,
                                          weft_gemm_layout_t layout, weft_stream_t stream);
 
+/* An MoE layer's first grouped GEMM with its gated activation in the epilogue (no gate_up
+ * matrix in memory): row r of C ([routing->max_rows, inter], row stride ldc) = silu(A_r
+ * G_x^T) * (A_r U_x^T) from the fp32 accumulators, rounded once, where expert x's B (at b + x *
+ * b_stride) holds its gate weights G_x then its up weights U_x: [2 * inter, k] (LAYOUT_NK: gate
+ * rows first, as torch keeps a fused gate_up projection) or [k, 2 * inter] (KN: gate columns
+ * first). The same as weft_moe_silu_mul applied to weft_grouped_gemm's [max_rows, 2 * inter]
+ * output, without its rounding in between. Otherwise as weft_grouped_gemm (padding rows get
+ * zeros). */
+WEFT_API weft_status_t weft_grouped_gemm_silu_mul(weft_comm_t *comm,
+                                                  const weft_moe_routing_t *routing, const void *a,
+                                                  int lda, const void *b, int ldb,
+                                                  long long b_stride, void *c, int ldc, int inter,
+                                                  int k, weft_dtype_t in, weft_dtype_t out,
+                                                  weft_gemm_layout_t layout, weft_stream_t stream);
+
+/* An MoE layer's last grouped GEMM with the top-k combine in the epilogue (no [max_rows, n]
+ * matrix in memory): out[t, c] ([routing->tokens, n], row stride ldo) = the sum over t's slots j
+ * of weights[t, j] * (A_r B_x^T)[c], r = routing->entry_row[t * topk + j] and x its expert; a
+ * slot the plan left out adds nothing. out is zeroed on the stream first, then every row's
+ * product, scaled in fp32 and rounded to out's dtype, is added with atomic vector additions:
+ * the order of a token's topk additions varies, so bf16 and fp16 out can differ from run to run
+ * in the last bits (fp32 out far less; weft_grouped_gemm then weft_moe_combine is the
+ * deterministic form). weights [tokens, topk] contiguous, of wdtype (bf16, fp16 or fp32); n
+ * and ldo multiples of 8, out 16-byte aligned. Otherwise as weft_grouped_gemm. */
+WEFT_API weft_status_t weft_grouped_gemm_combine(weft_comm_t *comm,
+                                                 const weft_moe_routing_t *routing, const void *a,
+                                                 int lda, const void *b, int ldb,
+                                                 long long b_stride, const void *weights,
+                                                 weft_dtype_t wdtype, void *out, int ldo, int n,
+                                                 int k, weft_dtype_t in, weft_dtype_t out_dtype,
+                                                 weft_gemm_layout_t layout, weft_stream_t stream);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Overlapped tensor-parallel ops: a GEMM whose communication runs while it computes            */
 /* ------------------------------------------------------------------------------------------ */

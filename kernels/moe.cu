@@ -141,7 +141,7 @@ extern "C" __global__ void weft_moe_silu_mul(const void *gu, const int *tiles, i
     long long r = i / inter, c = i - r * inter;
     float g = moe_ld(gu, (weft_u64_t)(r * 2 * inter + c), type);
     float u = moe_ld(gu, (weft_u64_t)(r * 2 * inter + inter + c), type);
-    moe_st(out, (weft_u64_t)i, type, g / (1.f + __expf(-g)) * u);
+    moe_st(out, (weft_u64_t)i, type, weft_moe_silu_mul1(g, u));
   }
 }
 

@@ -48,4 +48,12 @@ WEFT_MOE_HD long long weft_moe_padded(long long count, int tile_rows) {
   return (count + tile_rows - 1) / tile_rows * tile_rows;
 }
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* The gated activation of an MoE layer's experts, silu(gate) * up, in fp32: weft_moe_silu_mul's
+ * and the grouped GEMM's gated epilogue's (kernels/gemm/config.cuh, WEFT_GEMM_GATED). */
+static __device__ __forceinline__ float weft_moe_silu_mul1(float gate, float up) {
+  return gate / (1.f + __expf(-gate)) * up;
+}
+#endif
+
 #endif /* WEFT_KERNELS_MOE_H */

@@ -1,6 +1,7 @@
 /* bench.c — shared weft-bench machinery (see bench.h). */
 #include "bench.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include <string.h>
@@ -203,6 +204,91 @@ void *bench_calloc(size_t count, size_t size) {
     exit(1);
   }
   return p;
+}
+
+static unsigned long long moe_rand(unsigned long long *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+void bench_moe_ids(int tokens, int topk, int experts, int zipf, unsigned long long seed, int *ids) {
+  double total = 0;
+  for (int e = 0; e < experts; e++) total += zipf ? 1.0 / (e + 1) : 1.0;
+  for (int t = 0; t < tokens; t++)
+    for (int j = 0; j < topk; j++) {
+      int e = 0;
+      double u = (double)(moe_rand(&seed) >> 11) / 9007199254740992.0 * total, acc = 0;
+      for (e = 0; e < experts - 1; e++) {
+        acc += zipf ? 1.0 / (e + 1) : 1.0;
+        if (u < acc) break;
+      }
+      for (int q = 0; q < j; q++)
+        if (ids[t * topk + q] == e) e = (e + 1) % experts, q = -1;
+      ids[t * topk + j] = e;
+    }
+}
+
+void bench_moe_dry_run(int (*shapes)[5], int nshapes, int zipf) {
+  for (int si = 0; si < nshapes; si++) {
+    const int *s = shapes[si];
+    int rows = s[0] * s[4], *ids = bench_calloc((size_t)rows, sizeof(int));
+    int *loads = bench_calloc((size_t)s[3], sizeof(int)), lo = rows, hi = 0, empty = 0;
+    unsigned hash = 0; /* of every id in order: the draws themselves */
+    bench_moe_ids(s[0], s[4], s[3], zipf, BENCH_MOE_SEED + (unsigned long long)si, ids);
+    for (int i = 0; i < rows; i++) loads[ids[i]]++, hash = hash * 31u + (unsigned)ids[i];
+    for (int e = 0; e < s[3]; e++) {
+      lo = loads[e] < lo ? loads[e] : lo, hi = loads[e] > hi ? loads[e] : hi;
+      empty += !loads[e];
+    }
+    printf("%dx%dx%dx%dx%d: %d rows, expert loads min %d max %d, empty %d, ids hash %08x\n", s[0],
+           s[1], s[2], s[3], s[4], rows, lo, hi, empty, hash);
+    free(ids), free(loads);
+  }
+}
+
+void bench_moe_options(bench_moe_opts_t *o, const char *suite, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  o->kmajor = 1, o->iters = 20, o->warmup = 5, o->dtype = "bf16";
+  for (int i = 0; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--dry-run")) {
+      o->dry = 1, i--;
+      continue;
+    }
+    if (!v) bench_usage_exit(suite);
+    if (!strcmp(a, "-s") && o->nshapes < BENCH_MOE_MAX_SHAPES) {
+      int *s = o->shapes[o->nshapes++];
+      if (sscanf(v, "%d,%d,%d,%d,%d", &s[0], &s[1], &s[2], &s[3], &s[4]) != 5 || s[0] < 1 ||
+          s[1] < 8 || s[1] % 8 || s[2] < 8 || s[2] % 8 || s[3] < 1 || s[4] < 1 || s[4] > s[3])
+        bench_usage_exit(suite);
+    } else if (!strcmp(a, "-l") && (!strcmp(v, "nk") || !strcmp(v, "kn"))) {
+      o->kmajor = !strcmp(v, "nk");
+    } else if (!strcmp(a, "-r") && (!strcmp(v, "uniform") || !strcmp(v, "zipf"))) {
+      o->zipf = !strcmp(v, "zipf");
+    } else if (!strcmp(a, "-d") && (!strcmp(v, "bf16") || !strcmp(v, "fp16"))) {
+      o->dtype = v;
+    } else if (!strcmp(a, "-n") && atoi(v) > 0) {
+      o->iters = atoi(v);
+    } else if (!strcmp(a, "-w") && atoi(v) >= 0) {
+      o->warmup = atoi(v);
+    } else if (!strcmp(a, "-G") && (!strcmp(v, "0") || !strcmp(v, "1"))) {
+      o->graph = atoi(v);
+    } else if (!strcmp(a, "-J")) {
+      o->json = v;
+    } else if (!strcmp(a, "-T")) {
+      bench_set_timeout(v);
+    } else {
+      bench_usage_exit(suite);
+    }
+  }
+}
+
+int bench_moe_min_load(const int *ids, long long entries, int experts) {
+  int *loads = bench_calloc((size_t)experts, sizeof(int)), lo = INT_MAX;
+  for (long long i = 0; i < entries; i++) loads[ids[i]]++;
+  for (int e = 0; e < experts; e++) lo = loads[e] < lo ? loads[e] : lo;
+  free(loads);
+  return lo;
 }
 
 void bench_time_runs(bench_t *b, int nruns, bench_call_fn call, void *ctx, int barrier, double *us) {

@@ -138,6 +138,26 @@ void *bench_calloc(size_t count, size_t size);
 /* n pseudo-random bytes from seed (every byte varies, none is always zero). */
 void bench_fill(void *h, size_t n, unsigned seed);
 
+/* The MoE suites' routings (grouped_gemm, moe_layer; bench/peers/torch_grouped_mm.py draws the
+ * same): shape i's from seed BENCH_MOE_SEED + i, topk distinct experts for each token, uniform or
+ * by weights 1 / (e + 1) (zipf), from an xorshift generator. */
+#define BENCH_MOE_SEED 0x5EED0000ull
+void bench_moe_ids(int tokens, int topk, int experts, int zipf, unsigned long long seed, int *ids);
+/* --dry-run of an MoE suite: each shape (tokens s[0], experts s[3], topk s[4], printed
+ * s[0]xs[1]x...) with its routing's rows, expert loads and a hash of every id in order. */
+void bench_moe_dry_run(int (*shapes)[5], int nshapes, int zipf);
+/* The MoE suites' options: -s T,X,Y,E,TOPK (repeatable; X, Y the suite's two widths), -l nk|kn,
+ * -r uniform|zipf, -d bf16|fp16, -n, -w, -G, -J, -T, --dry-run; the usage on anything else. */
+#define BENCH_MOE_MAX_SHAPES 64
+typedef struct bench_moe_opts {
+  int shapes[BENCH_MOE_MAX_SHAPES][5];
+  int nshapes, kmajor, zipf, iters, warmup, graph, dry;
+  const char *dtype, *json;
+} bench_moe_opts_t;
+void bench_moe_options(bench_moe_opts_t *o, const char *suite, int argc, char **argv);
+/* The smallest expert load of a routing (the dense-rate target's condition). */
+int bench_moe_min_load(const int *ids, long long entries, int experts);
+
 /* A collective suite's call function takes which = 2 * in_place + (0: weft, 1: NCCL); the
  * suites whose ops have no in-place form (alltoall, alltoallv) only 0 and 1. */
 #define BENCH_WHICH(in_place, nccl) (2 * (in_place) + (nccl))

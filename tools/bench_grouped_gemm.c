@@ -31,8 +31,6 @@
 
 #include "bench.h"
 
-#define GG_MAX_SHAPES 64
-
 typedef struct gg_ctx {
   bench_t *b;
   cublasHandle_t blas;
@@ -83,68 +81,11 @@ static void run_call(bench_t *b, void *ctx, int which) {
   run(x, which, which == 0 ? x->c_blas : x->c);
 }
 
-static void usage(void) { bench_usage_exit("grouped_gemm"); }
-
-static unsigned long long gg_rand(unsigned long long *s) {
-  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-  return *s;
-}
-
-/* topk distinct experts for each token: uniform, or by weights 1 / (e + 1) (zipf) */
-static void draw_ids(int tokens, int topk, int experts, int zipf, unsigned long long seed,
-                     int *ids) {
-  double total = 0;
-  for (int e = 0; e < experts; e++) total += zipf ? 1.0 / (e + 1) : 1.0;
-  for (int t = 0; t < tokens; t++)
-    for (int j = 0; j < topk; j++) {
-      int e = 0;
-      double u = (double)(gg_rand(&seed) >> 11) / 9007199254740992.0 * total, acc = 0;
-      for (e = 0; e < experts - 1; e++) {
-        acc += zipf ? 1.0 / (e + 1) : 1.0;
-        if (u < acc) break;
-      }
-      for (int q = 0; q < j; q++)
-        if (ids[t * topk + q] == e) e = (e + 1) % experts, q = -1;
-      ids[t * topk + j] = e;
-    }
-}
-
 int main_grouped_gemm(int argc, char **argv) {
-  static int shapes[GG_MAX_SHAPES][5];
-  int nshapes = 0, kmajor = 1, zipf = 0, iters = 20, warmup = 5, graph = 0, dry = 0;
-  const char *dtype = "bf16", *json = NULL;
-  for (int i = 0; i < argc; i += 2) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(o, "--dry-run")) {
-      dry = 1, i--;
-      continue;
-    }
-    if (!v) usage();
-    if (!strcmp(o, "-s") && nshapes < GG_MAX_SHAPES) {
-      int *s = shapes[nshapes++];
-      if (sscanf(v, "%d,%d,%d,%d,%d", &s[0], &s[1], &s[2], &s[3], &s[4]) != 5 || s[0] < 1 ||
-          s[1] < 1 || s[2] < 8 || s[2] % 8 || s[3] < 1 || s[4] < 1 || s[4] > s[3])
-        usage();
-    } else if (!strcmp(o, "-l") && (!strcmp(v, "nk") || !strcmp(v, "kn"))) {
-      kmajor = !strcmp(v, "nk");
-    } else if (!strcmp(o, "-r") && (!strcmp(v, "uniform") || !strcmp(v, "zipf"))) {
-      zipf = !strcmp(v, "zipf");
-    } else if (!strcmp(o, "-d") && (!strcmp(v, "bf16") || !strcmp(v, "fp16"))) {
-      dtype = v;
-    } else if (!strcmp(o, "-n") && atoi(v) > 0) {
-      iters = atoi(v);
-    } else if (!strcmp(o, "-w") && atoi(v) >= 0) {
-      warmup = atoi(v);
-    } else if (!strcmp(o, "-G") && (!strcmp(v, "0") || !strcmp(v, "1"))) {
-      graph = atoi(v);
-    } else if (!strcmp(o, "-J")) {
-      json = v;
-    } else if (!strcmp(o, "-T")) {
-      bench_set_timeout(v);
-    } else {
-      usage();
-    }
-  }
+  bench_moe_opts_t o;
+  bench_moe_options(&o, "grouped_gemm", argc, argv);
+  int (*shapes)[5] = o.shapes, nshapes = o.nshapes, kmajor = o.kmajor, zipf = o.zipf;
+  const char *dtype = o.dtype;
   if (!nshapes) {
     /* TileLink, Table 4: S, H, I, E, topk; both GEMMs of each layer */
     static const int tilelink[][5] = {{8192, 2048, 1536, 8, 2},  {8192, 2048, 1536, 32, 2},
@@ -170,27 +111,13 @@ int main_grouped_gemm(int argc, char **argv) {
       memcpy(shapes[nshapes++], down, sizeof down);
     }
   }
-  if (dry) { /* the shapes and their routings' expert loads, no GPU (as torch_grouped_mm.py's) */
-    for (int si = 0; si < nshapes; si++) {
-      const int *s = shapes[si];
-      int rows = s[0] * s[4], *ids = bench_calloc((size_t)rows, sizeof(int));
-      int *loads = bench_calloc((size_t)s[3], sizeof(int)), lo = rows, hi = 0, empty = 0;
-      unsigned hash = 0; /* of every id in order: the draws themselves */
-      draw_ids(s[0], s[4], s[3], zipf, 0x5EED0000ull + (unsigned long long)si, ids);
-      for (int i = 0; i < rows; i++) loads[ids[i]]++, hash = hash * 31u + (unsigned)ids[i];
-      for (int e = 0; e < s[3]; e++) {
-        lo = loads[e] < lo ? loads[e] : lo, hi = loads[e] > hi ? loads[e] : hi;
-        empty += !loads[e];
-      }
-      printf("%dx%dx%dx%dx%d: %d rows, expert loads min %d max %d, empty %d, ids hash %08x\n",
-             s[0], s[1], s[2], s[3], s[4], rows, lo, hi, empty, hash);
-      free(ids), free(loads);
-    }
+  if (o.dry) { /* the shapes and their routings, no GPU (as torch_grouped_mm.py's) */
+    bench_moe_dry_run(shapes, nshapes, zipf);
     return 0;
   }
   bench_t b;
   memset(&b, 0, sizeof b);
-  b.opt.iters = iters, b.opt.warmup = warmup, b.opt.graph = graph, b.opt.json = json;
+  b.opt.iters = o.iters, b.opt.warmup = o.warmup, b.opt.graph = o.graph, b.opt.json = o.json;
   b.opt.dtype = dtype;
   b.opt.check = 1;
   bench_init(&b, "grouped_gemm");
@@ -210,7 +137,7 @@ int main_grouped_gemm(int argc, char **argv) {
     printf("# %s in and out, experts' weights %s, %s routing; times in us per call (median of %d "
            "samples of %d calls); TF: useful TFLOP/s; ratio = cuBLAS grouped / weft, dense = one "
            "cuBLAS GEMM of the same FLOPs / weft\n",
-           dtype, kmajor ? "[N,K]" : "[K,N]", zipf ? "Zipf" : "uniform", iters, BENCH_BATCH);
+           dtype, kmajor ? "[N,K]" : "[K,N]", zipf ? "Zipf" : "uniform", o.iters, BENCH_BATCH);
     printf("#%6s %6s %6s %4s %4s %11s %9s %9s %9s %9s %7s %7s %9s\n", "T", "N", "K", "E", "topk",
            "grouped_us", "weft_us", "dense_us", "grp_TF", "weft_TF", "ratio", "dense", "err");
   }
@@ -235,7 +162,7 @@ int main_grouped_gemm(int argc, char **argv) {
     CU(cuMemAlloc(&x.c_blas, nc * 2));
     CU(cuMemAlloc(&x.c_dense, (size_t)entries * x.n * 2));
     int *ids = bench_calloc((size_t)entries, sizeof(int));
-    draw_ids(x.tokens, x.topk, x.experts, zipf, 0x5EED0000ull + (unsigned long long)si, ids);
+    bench_moe_ids(x.tokens, x.topk, x.experts, zipf, BENCH_MOE_SEED + (unsigned long long)si, ids);
     CU(cuMemcpyHtoD(ids_d, ids, (size_t)entries * 4));
     weft_launch_config_t lc = WEFT_LAUNCH_CONFIG_INIT;
     lc.grid[0] = 1024, lc.block[0] = 256;
@@ -306,10 +233,13 @@ int main_grouped_gemm(int argc, char **argv) {
     }
     char name[96];
     snprintf(name, sizeof name, "%dx%dx%dx%dx%d", x.tokens, x.n, x.k, x.experts, x.topk);
-    const char *keys[] = {"T", "N", "K", "E", "topk", "cublas_grouped_us", "weft_us",
+    /* min_load: the least-loaded expert's tokens (the dense-rate target's shapes: >= 256) */
+    const char *keys[] = {"T", "N", "K", "E", "topk", "min_load", "cublas_grouped_us", "weft_us",
                           "cublas_dense_us", "ratio", "dense_ratio", "err"};
-    double vals[] = {x.tokens, x.n, x.k, x.experts, x.topk, us[0], us[1], us[2], ratio, dense, err};
-    bench_json_row(&b, "grouped_gemm", name, 11, keys, vals);
+    double vals[] = {x.tokens, x.n, x.k, x.experts, x.topk,
+                     bench_moe_min_load(ids, entries, x.experts), us[0], us[1], us[2], ratio, dense,
+                     err};
+    bench_json_row(&b, "grouped_gemm", name, 12, keys, vals);
     CUdeviceptr bufs[] = {ids_d, ws, tok, x.a, x.bw, x.c, x.c_blas, x.c_dense, x.ptrs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) CU(cuMemFree(bufs[i]));
     free(ids), free(counts), free(offsets), free(hp);

@@ -3,7 +3,8 @@
  * Usage: weftrun -n N weft-bench <suite> [options]; `weft-bench <suite> -h` lists a suite's.
  * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
  * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), grouped_gemm (beside
- * cuBLAS's grouped GEMM), ag_gemm, gemm_rs and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
+ * cuBLAS's grouped GEMM), moe_layer (fused and unfused; PyTorch's in bench/peers), ag_gemm, gemm_rs
+ * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ int main_primitives(int argc, char **argv);
 int main_allgather(int argc, char **argv);
 int main_gemm(int argc, char **argv);
 int main_grouped_gemm(int argc, char **argv);
+int main_moe_layer(int argc, char **argv);
 int main_reduce_scatter(int argc, char **argv);
 int main_allreduce(int argc, char **argv);
 int main_alltoall(int argc, char **argv);
@@ -47,6 +49,11 @@ static const struct {
      "equal FLOPs",
      "[-s T,N,K,E,TOPK]... [-l nk|kn] [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] "
      "[-G 0|1] [-T seconds] [-J file.json] [--dry-run]"},
+    {"moe_layer", main_moe_layer,
+     "an MoE layer's experts on one GPU (routing, gather, both grouped GEMMs, activation, "
+     "combine), fused and unfused",
+     "[-s T,H,I,E,TOPK]... [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] "
+     "[-T seconds] [-J file.json] [--dry-run]"},
     {"reduce_scatter", main_reduce_scatter,
      "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)", SWEEP_OPTS},
     {"allreduce", main_allreduce,
@@ -71,7 +78,9 @@ static const char legend[] =
     "  -s M,N,K     a shape, repeatable (default: LLM layer shapes)\n"
     "  -l nk|kn     B stored [n, k] or [k, n] (grouped_gemm: each expert's weights)\n"
     "  -s T,N,K,E,TOPK  grouped_gemm: T tokens to TOPK of E experts of [N, K] weights\n"
-    "  -r ROUTING   grouped_gemm: uniform (default) or zipf (expert e chosen by 1 / (e + 1))\n"
+    "  -s T,H,I,E,TOPK  moe_layer: hidden H, expert intermediate I (W1 [E, 2I, H], W2 [E, H, I])\n"
+    "  -r ROUTING   grouped_gemm, moe_layer: uniform (default) or zipf (expert e chosen by\n"
+    "               1 / (e + 1))\n"
     "  -d TYPE      the data type\n"
     "  -a ALGO      weft's algorithm (auto: weft chooses)\n"
     "  -o OP        reduce_scatter, allreduce: the operator, sum (default), prod, max, min, avg\n"

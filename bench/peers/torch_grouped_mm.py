@@ -65,6 +65,20 @@ def draw_ids(tokens, topk, experts, zipf, seed):
     return ids
 
 
+def dry_run(shapes, zipf):
+    """The routing of each shape (T, _, _, E, TOPK) as weft-bench's MoE suites print it with
+    --dry-run: rows, the experts' smallest and largest loads, the empty ones, a hash of the ids."""
+    for si, (t, n, k, e, topk) in enumerate(shapes):
+        ids = draw_ids(t, topk, e, zipf, 0x5EED0000 + si)
+        loads = [0] * e
+        h = 0
+        for x in ids:
+            loads[x] += 1
+            h = (h * 31 + x) & 0xFFFFFFFF
+        print(f"{t}x{n}x{k}x{e}x{topk}: {t * topk} rows, expert loads min {min(loads)} "
+              f"max {max(loads)}, empty {loads.count(0)}, ids hash {h:08x}")
+
+
 def default_shapes():
     """weft-bench grouped_gemm's defaults, in its order."""
     shapes = []
@@ -96,15 +110,7 @@ def main():
               else default_shapes())
     zipf = a.routing == "zipf"
     if a.dry_run:
-        for si, (t, n, k, e, topk) in enumerate(shapes):
-            ids = draw_ids(t, topk, e, zipf, 0x5EED0000 + si)
-            loads = [0] * e
-            h = 0
-            for x in ids:
-                loads[x] += 1
-                h = (h * 31 + x) & 0xFFFFFFFF
-            print(f"{t}x{n}x{k}x{e}x{topk}: {t * topk} rows, expert loads min {min(loads)} "
-                  f"max {max(loads)}, empty {loads.count(0)}, ids hash {h:08x}")
+        dry_run(shapes, zipf)
         return 0
 
     import torch

@@ -116,6 +116,25 @@
  *                        is the plan's largest row count; the kernel computes the rows in use,
  *                        *group_tiles * group_rows, read at its start: the launch is not
  *                        programmatic (the plan comes from the stream's previous kernels)
+ *   WEFT_GEMM_GATED      [0] 1 (GROUPED, no COMBINE): the gated activation of an MoE layer's first
+ *                        GEMM in the epilogue. B's N (param 5) rows or columns are two halves,
+ *                        gate then up, of N/2 each; C is [M, N/2] (tm_c's dims {N/2, M}), C[r, c]
+ *                        = silu(A B_gate)[r, c] * (A B_up)[r, c], from the fp32 accumulators. A
+ *                        tile still spans BN of B's columns: each warpgroup's WG_N are its WG_N/2
+ *                        output columns' gate and then up columns, loaded from both halves (so
+ *                        one thread holds both), and it stores WG_N/2 columns. [N,K] B's box is
+ *                        {64, WG_N/2} rows (two loads a warpgroup block); [K,N] B needs WG_N/2 a
+ *                        multiple of 64 (whole boxes); the output must still fill a box
+ *                        (WG_N/2 >= 128 bytes of C)
+ *   WEFT_GEMM_COMBINE    [0] 1 (GROUPED, no GATED): the top-k combine of an MoE layer's last GEMM
+ *                        in the epilogue: row r of the tile, holding entry e = row_entry[r]
+ *                        (param 42; -1: padding, skipped), is scaled by its routing weight
+ *                        combine_weights[e] (param 43, of type WEFT_GEMM_COMBINE_W: 0 bf16, 1
+ *                        fp16, 2 fp32) and added into row e / topk (param 44) of the token-order
+ *                        output at c (param 3, row stride ldc, param 19): the staging boxes are
+ *                        read back 16 bytes a thread and added with vector reductions
+ *                        (red.global.add .v4), whose order over a token's k rows is not fixed.
+ *                        tm_c is unused; N % 8 == 0, ldc % 8 == 0 (16-byte rows of C)
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -259,6 +278,15 @@
 #ifndef WEFT_GEMM_GROUPED
 #define WEFT_GEMM_GROUPED 0
 #endif
+#ifndef WEFT_GEMM_GATED
+#define WEFT_GEMM_GATED 0
+#endif
+#ifndef WEFT_GEMM_COMBINE
+#define WEFT_GEMM_COMBINE 0
+#endif
+#ifndef WEFT_GEMM_COMBINE_W
+#define WEFT_GEMM_COMBINE_W 0
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -313,11 +341,16 @@
 #define WEFT_GEMM_WG_N (WEFT_GEMM_BM == 128 ? WEFT_GEMM_BN : WEFT_GEMM_BN / 2)
 #define WEFT_GEMM_OUT_SIZE (WEFT_GEMM_OUT == 2 ? 4 : 2)
 #define WEFT_GEMM_BOX_COLS (128 / WEFT_GEMM_OUT_SIZE)
-#define WEFT_GEMM_EPI_BOXES ((WEFT_GEMM_WG_N * WEFT_GEMM_OUT_SIZE + 127) / 128)
-/* A warpgroup's box `box` starts at this column of its 64 x WG_N block. Where WG_N is no multiple
- * of the box, the last box ends at the block's last column and overlaps the one before it: the
- * columns both hold are stored twice, with the same values (a box is never clipped inside C). */
-#define WEFT_GEMM_BOX_LAST (WEFT_GEMM_WG_N - WEFT_GEMM_BOX_COLS)
+/* A warpgroup's columns of C (GATED: half its accumulators' columns), and where a column of B's
+ * tiles lands in C */
+#define WEFT_GEMM_OUT_N (WEFT_GEMM_GATED ? WEFT_GEMM_WG_N / 2 : WEFT_GEMM_WG_N)
+#define WEFT_GEMM_OUT_COL(n) ((n) >> WEFT_GEMM_GATED)
+#define WEFT_GEMM_EPI_BOXES ((WEFT_GEMM_OUT_N * WEFT_GEMM_OUT_SIZE + 127) / 128)
+/* A warpgroup's box `box` starts at this column of its 64 x OUT_N block. Where OUT_N is no
+ * multiple of the box, the last box ends at the block's last column and overlaps the one before
+ * it: the columns both hold are stored twice, with the same values (a box is never clipped
+ * inside C; COMBINE adds only the columns from box * BOX_COLS on). */
+#define WEFT_GEMM_BOX_LAST (WEFT_GEMM_OUT_N - WEFT_GEMM_BOX_COLS)
 #define WEFT_GEMM_BOX_COL(box)                                                                   \
   ((box) * WEFT_GEMM_BOX_COLS < WEFT_GEMM_BOX_LAST ? (box) * WEFT_GEMM_BOX_COLS : WEFT_GEMM_BOX_LAST)
 #define WEFT_GEMM_A_BYTES (WEFT_GEMM_A_ROWS * WEFT_GEMM_BK * 2)
@@ -370,6 +403,12 @@
      WEFT_GEMM_C_T || !WEFT_GEMM_A_KMAJOR || WEFT_GEMM_A_ROWS != WEFT_GEMM_BM)
 #error "WEFT_GEMM_GROUPED is the unclustered TMA-store kernel without hooks, split, LL or AllReduce"
 #endif
+#if (WEFT_GEMM_GATED || WEFT_GEMM_COMBINE) && (!WEFT_GEMM_GROUPED || WEFT_GEMM_GATED && WEFT_GEMM_COMBINE)
+#error "WEFT_GEMM_GATED and WEFT_GEMM_COMBINE are epilogues of the grouped kernel, one at a time"
+#endif
+#if WEFT_GEMM_GATED && !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_WG_N / 2) % 64
+#error "WEFT_GEMM_GATED with [K,N] B needs WG_N / 2 a multiple of 64 (whole boxes of B)"
+#endif
 #if WEFT_GEMM_C_T && (!WEFT_GEMM_SPLITK || WEFT_GEMM_LL)
 #error "WEFT_GEMM_C_T is a store of the direct-store kernel (SPLITK), without LL"
 #endif
@@ -391,7 +430,7 @@
 #endif
 /* (a narrower warpgroup tile put its one box at a negative column: an illegal instruction on
  * H200, BM=64 BN=96) */
-#if !WEFT_GEMM_SPLITK && WEFT_GEMM_WG_N < WEFT_GEMM_BOX_COLS
+#if !WEFT_GEMM_SPLITK && WEFT_GEMM_OUT_N < WEFT_GEMM_BOX_COLS
 #error "a TMA-store warpgroup tile must be one output box wide at least (16-bit C: 64 columns)"
 #endif
 

@@ -8,7 +8,10 @@
  * warpgroup's 64 x WG_N block goes, EPI_BUFS boxes of 64 rows x 128 bytes a round, into
  * 128-byte-swizzled staging boxes (stmatrix for 16-bit C, st.shared.v2 for fp32) and from there
  * by TMA stores to C: thread 0 of the warpgroup issues them or, with the notify hook, the
- * warpgroup hands each round to its storer (kernels/gemm/epilogue_storers.cuh).
+ * warpgroup hands each round to its storer (kernels/gemm/epilogue_storers.cuh). The grouped
+ * kernel's epilogues: WEFT_GEMM_GATED first turns the gate and up accumulators into the
+ * activation, and WEFT_GEMM_COMBINE scales each row by its routing weight and, in place of the
+ * TMA stores, adds the staged rows into their tokens' rows.
  *
  * Included after the mainloop (kernels/gemm/mainloop_mma.cuh) in the consumer warpgroup's loop
  * over work items. Uses the kernel's parameters, p, w, sC, tail_flag, tail_skip, ar_seg_tiles,
@@ -92,6 +95,35 @@
 #endif
   }
 #endif
+#if WEFT_GEMM_GATED
+  /* the gated activation: output column c's gate is the warpgroup's accumulator column c, its up
+   * column c + WG_N/2, in this thread's registers NV/2 float4 groups later */
+  if (store)
+#pragma unroll
+    for (int v = 0; v < WEFT_GEMM_NV / 2; v++)
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+        d[4 * v + i] = weft_moe_silu_mul1(d[4 * v + i], d[4 * (v + WEFT_GEMM_NV / 2) + i]);
+#endif
+#if WEFT_GEMM_COMBINE
+  /* the routing weights of this thread's two fragment rows (0 in padding rows), and the output
+   * rows of the four staged rows it adds back (-1: padding) */
+  int comb_token[4];
+  if (store) {
+    const int r = w.m0 + row_off + 16 * warp + lane / 4;
+    const int e0 = row_entry[r], e1 = row_entry[r + 8];
+    const float s0 = e0 >= 0 ? weft_gemm_combine_weight(combine_weights, e0) : 0.f;
+    const float s1 = e1 >= 0 ? weft_gemm_combine_weight(combine_weights, e1) : 0.f;
+#pragma unroll
+    for (int v = 0; v < WEFT_GEMM_NV; v++)
+      d[4 * v] *= s0, d[4 * v + 1] *= s0, d[4 * v + 2] *= s1, d[4 * v + 3] *= s1;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int e = row_entry[w.m0 + row_off + wtid / 8 + 16 * q];
+      comb_token[q] = e >= 0 ? e / topk : -1;
+    }
+  }
+#endif
 #if WEFT_GEMM_TAIL && WEFT_GEMM_STORERS
   if (exists && !last) { /* the storer's skip round (see the storers) */
     weft_gemm_mbar_wait(st_free, (st_seq & 1) ^ 1);
@@ -156,6 +188,24 @@
 #if WEFT_GEMM_STORERS
     weft_gemm_mbar_arrive(st_full); /* every thread: the storer issues the stores */
     st_seq++;
+#elif WEFT_GEMM_COMBINE
+    /* the staged rows added into their tokens' rows: 16 bytes a thread, a row's 128 bytes by 8
+     * consecutive threads; an overlapping last box adds only its own columns */
+    weft_gemm_named_sync(2 + cw, 128);
+#pragma unroll
+    for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
+      const int box = round * WEFT_GEMM_EPI_BUFS + bi;
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const int row = wtid / 8 + 16 * q, ch = wtid % 8;
+        const int col = WEFT_GEMM_BOX_COL(box) + ch * (16 / WEFT_GEMM_OUT_SIZE);
+        const int gcol = w.n0 + col_off + col;
+        if (comb_token[q] >= 0 && col >= box * WEFT_GEMM_BOX_COLS && gcol < N)
+          weft_gemm_combine_add16(
+              (char *)c + ((u64)comb_token[q] * (u64)ldc + (u64)gcol) * WEFT_GEMM_OUT_SIZE,
+              stg + bi * 8192 + row * 128 + ((ch ^ (row & 7)) << 4));
+      }
+    }
 #else
     weft_gemm_named_sync(2 + cw, 128);
     if (wtid == 0) {
@@ -163,7 +213,8 @@
       for (int bi = 0; bi < WEFT_GEMM_EPI_BUFS; bi++) {
         const int box = round * WEFT_GEMM_EPI_BUFS + bi;
         weft_gemm_tma_store(&tm_c, stg + bi * 8192,
-                            w.n0 + col_off + WEFT_GEMM_BOX_COL(box), w.m0 + row_off);
+                            WEFT_GEMM_OUT_COL(w.n0 + col_off) + WEFT_GEMM_BOX_COL(box),
+                            w.m0 + row_off);
       }
       weft_gemm_bulk_commit();
     }

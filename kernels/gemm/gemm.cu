@@ -96,6 +96,9 @@
  *  40  const int *group_tiles           and a launch may pass these three anyway): the routing
  *  41  int group_rows                   plan's tile-row experts, its tile-row count (device
  *                                       memory) and its tile height (kernels/moe.h)
+ *  42  const int *row_entry             COMBINE only (passed to every kernel, as 39-41): the
+ *  43  const void *combine_weights      plan's row -> entry table, the routing weights
+ *  44  int topk                         [tokens, topk] and topk (kernels/moe.h)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -180,6 +183,7 @@
 #include "kernels/gemm/hooks.cuh"
 #include "kernels/gemm/tile.cuh"
 #include "kernels/gemm/allreduce.cuh"
+#include "kernels/moe.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* the kernel                                                                                */
@@ -200,6 +204,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               char *ar_c, const __grid_constant__ weft_gemm_tmap_t tm_a_tail, int a_tail_rows
 #if WEFT_GEMM_GROUPED
               , const int *group_expert, const int *group_tiles, int group_rows
+#endif
+#if WEFT_GEMM_COMBINE
+              , const int *row_entry, const void *combine_weights, int topk
 #endif
     ) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];

@@ -6,10 +6,11 @@
  * then for each of the item's k-blocks waits until the next stage of the ring is free (its empty
  * barrier), sets the stage's full barrier to expect the stage's bytes and issues the TMA loads
  * of A's and B's boxes onto it: in a 2x1 cluster each CTA loads half of B and multicasts it to
- * both; [K,N] B and [K,M] A come as boxes of 64 x 64.
+ * both; [K,N] B and [K,M] A come as boxes of 64 x 64. WEFT_GEMM_GATED's B columns come from
+ * both halves of B, each warpgroup block's gate columns then its up columns.
  *
  * Included in the producer thread's loop over work items, after the item's w is decoded. Uses the
- * kernel's M, tm_a, tm_a_own, tm_a_tail, a_tail_rows, a_own_row0, tm_b and WEFT_GEMM_IS_OWN, the
+ * kernel's M, N, tm_a, tm_a_own, tm_a_tail, a_tail_rows, a_own_row0, tm_b and WEFT_GEMM_IS_OWN, the
  * shared-memory layout (sA, sB, bar_full, bar_empty), cta_rank, with WEFT_GEMM_B_EVICT_FIRST the
  * thread's pol_b, with WEFT_GEMM_GROUPED group_expert and group_rows, and the thread's stage and
  * phase, which it advances.
@@ -67,7 +68,19 @@ for (int kb = w.kb0; kb < w.kb1; kb++) {
   weft_gemm_tma_load(sA + stage * WEFT_GEMM_A_BYTES + 8192, map_a, row_a + 64, k0, full);
 #endif
   const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
-#if WEFT_GEMM_B_KMAJOR
+#if WEFT_GEMM_GATED
+  /* the tile's B columns: per warpgroup block, its output columns' gate columns (from the first
+   * half of B's N) then their up columns (from the second): chunks of WG_N/2 */
+  const int half = WEFT_GEMM_WG_N / 2;
+#define WEFT_GEMM_GATED_SRC(col) \
+  ((((col) / half) & 1) * (N / 2) + w.n0 / 2 + (col) / (2 * half) * half + (col) % half)
+#endif
+#if WEFT_GEMM_B_KMAJOR && WEFT_GEMM_GATED
+  /* [N,K] B: one box of WG_N/2 rows a chunk (128 bytes a row) */
+#pragma unroll
+  for (int ch = 0; ch < WEFT_GEMM_BN / half; ch++)
+    WEFT_GEMM_LOAD_B(b_dst + ch * half * 128, &tm_b, k0, WEFT_GEMM_GATED_SRC(ch * half), full);
+#elif WEFT_GEMM_B_KMAJOR
 #if WEFT_GEMM_CLUSTER_M > 1
   /* each CTA loads BN/2 rows of B and multicasts them to both CTAs */
   WEFT_GEMM_LOAD_B_MC(b_dst + cta_rank * (WEFT_GEMM_B_BYTES / 2), &tm_b, k0,
@@ -84,6 +97,8 @@ for (int kb = w.kb0; kb < w.kb1; kb++) {
 #if WEFT_GEMM_CLUSTER_M > 1
     if (jj % WEFT_GEMM_CLUSTER_M == (int)cta_rank)
       WEFT_GEMM_LOAD_B_MC(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full, 3);
+#elif WEFT_GEMM_GATED
+    WEFT_GEMM_LOAD_B(b_dst + jj * 8192, &tm_b, WEFT_GEMM_GATED_SRC(jj * 64), k0, full);
 #else
     WEFT_GEMM_LOAD_B(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full);
 #endif
@@ -94,3 +109,4 @@ for (int kb = w.kb0; kb < w.kb1; kb++) {
     phase ^= 1;
   }
 }
+#undef WEFT_GEMM_GATED_SRC

@@ -5,7 +5,8 @@
  * accumulator column group into C of any N and row stride (with WEFT_GEMM_C_T, the transposed
  * product's, whose lanes trade rows first); and a split's partial tile into the fp32 workspace
  * with its arrival on the tile's counter, which makes the last split sum them (WEFT_GEMM_SPLITK's
- * workspace reduction and WEFT_GEMM_TAIL's split tail).
+ * workspace reduction and WEFT_GEMM_TAIL's split tail); COMBINE's routing weights and its
+ * additions of staged C into the token-order output.
  *
  * Expects nothing before it: includes kernels/gemm/config.cuh (the defines) and
  * kernels/gemm/ptx.cuh.
@@ -85,6 +86,47 @@ __device__ __forceinline__ void weft_gemm_store_group(void *c, int M, int N, u64
     if (row + 8 * h < M)
       weft_gemm_store2(c, ldc, (u64)(row + 8 * h) * ldc + col, col + 1 < N, h ? f2 : f0,
                        h ? f3 : f1);
+}
+#endif
+
+#if WEFT_GEMM_COMBINE
+/* COMBINE: entry e's routing weight (weights of type WEFT_GEMM_COMBINE_W: bf16, fp16, fp32) */
+__device__ __forceinline__ float weft_gemm_combine_weight(const void *weights, int e) {
+#if WEFT_GEMM_COMBINE_W == 2
+  return ((const float *)weights)[e];
+#else
+  const unsigned short h = ((const unsigned short *)weights)[e];
+#if WEFT_GEMM_COMBINE_W == 1
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
+  return __uint_as_float((u32)h << 16);
+#endif
+#endif
+}
+
+/* COMBINE: the 16 bytes of C's type at shared address src added into global dst (16-byte
+ * aligned) by one vector reduction */
+__device__ __forceinline__ void weft_gemm_combine_add16(void *dst, u32 src) {
+  u32 v0, v1, v2, v3;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+               : "r"(src)
+               : "memory");
+#if WEFT_GEMM_OUT == 2
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "f"(__uint_as_float(v0)),
+               "f"(__uint_as_float(v1)), "f"(__uint_as_float(v2)), "f"(__uint_as_float(v3))
+               : "memory");
+#elif WEFT_GEMM_OUT == 1
+  asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v0),
+               "r"(v1), "r"(v2), "r"(v3)
+               : "memory");
+#else
+  asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v0),
+               "r"(v1), "r"(v2), "r"(v3)
+               : "memory");
+#endif
 }
 #endif
 

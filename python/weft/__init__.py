@@ -536,11 +536,10 @@ class Comm:
                    self._stream(stream))
         return out
 
-    def grouped_gemm(self, plan, a, w, out=None, layout="nk", out_dtype=None, stream=None):
-        """out[plan.max_rows, n] row r = a[r] w[e]^T (layout "nk": w is [experts, n, k]) or
-        a[r] w[e] ("kn": [experts, k, n]), e the expert of r's tile row; a [plan.max_rows, k]
-        (moe_gather's output). The rows in use come from the plan on the GPU; rows past them are
-        not written, padding rows get zeros. bf16 or fp16 in; out_dtype bf16, fp16 or fp32."""
+    def _grouped(self, fn, plan, a, w, layout, out, out_shape, odt, *extra, stream=None):
+        """The grouped GEMMs' shared checks and call: w [experts, n, k] ("nk") or [experts, k,
+        n] ("kn") with contiguous rows, a [plan.max_rows, k]; out [out_shape] of odt, made where
+        None; extra: the C arguments between B's and C's (the combine's weights)."""
         if w.dim() != 3 or w.shape[0] != plan.experts:
             raise ValueError(f"w must be [{plan.experts}, ., .], not {tuple(w.shape)}")
         n, k = (w.shape[1], w.shape[2]) if layout == "nk" else (w.shape[2], w.shape[1])
@@ -549,16 +548,53 @@ class Comm:
         self._same(a, w, "a and w")
         if w.stride(2) != 1:
             raise ValueError("w's rows must be contiguous")
-        odt = out_dtype or (out.dtype if out is not None else a.dtype)
-        out = self._out(out, (plan.max_rows, n), odt, "grouped_gemm's out")
+        out = self._out(out, out_shape(n), odt, f"{fn}'s out")
         pa, lda = self._matrix(a, "a")
         pc, ldc = self._matrix(out, "out")
-        self._call("weft_grouped_gemm", plan.pointer(), ctypes.c_void_p(pa), lda,
+        self._call("weft_" + fn, plan.pointer(), ctypes.c_void_p(pa), lda,
                    ctypes.c_void_p(self._ptr(w, "w", contiguous=False)), w.stride(1),
-                   ctypes.c_longlong(w.stride(0)), ctypes.c_void_p(pc), ldc, n, k,
-                   _dtype(a.dtype), _dtype(odt), _enum(LAYOUTS, layout, "layout"),
-                   self._stream(stream))
+                   ctypes.c_longlong(w.stride(0)), *extra, ctypes.c_void_p(pc), ldc,
+                   out_shape(n)[1], k, _dtype(a.dtype), _dtype(odt),
+                   _enum(LAYOUTS, layout, "layout"), self._stream(stream))
         return out
+
+    def grouped_gemm(self, plan, a, w, out=None, layout="nk", out_dtype=None, stream=None):
+        """out[plan.max_rows, n] row r = a[r] w[e]^T (layout "nk": w is [experts, n, k]) or
+        a[r] w[e] ("kn": [experts, k, n]), e the expert of r's tile row; a [plan.max_rows, k]
+        (moe_gather's output). The rows in use come from the plan on the GPU; rows past them are
+        not written, padding rows get zeros. bf16 or fp16 in; out_dtype bf16, fp16 or fp32."""
+        odt = out_dtype or (out.dtype if out is not None else a.dtype)
+        return self._grouped("grouped_gemm", plan, a, w, layout, out,
+                             lambda n: (plan.max_rows, n), odt, stream=stream)
+
+    def grouped_gemm_silu_mul(self, plan, a, w, out=None, layout="nk", out_dtype=None,
+                              stream=None):
+        """An MoE layer's first grouped GEMM with its gated activation fused:
+        out[plan.max_rows, inter] row r = silu(a[r] g^T) * (a[r] u^T), where expert e's w[e] is
+        [2 * inter, k] ("nk": gate rows, then up rows) or [k, 2 * inter] ("kn": gate columns
+        first); the same as moe_silu_mul(grouped_gemm(...)) without the rounding between."""
+        odt = out_dtype or (out.dtype if out is not None else a.dtype)
+        wide = w.shape[1] if layout == "nk" else w.shape[2]
+        if w.dim() != 3 or wide % 2:
+            raise ValueError(f"w's gate and up halves: an even width, not {tuple(w.shape)}")
+        return self._grouped("grouped_gemm_silu_mul", plan, a, w, layout, out,
+                             lambda n: (plan.max_rows, n // 2), odt, stream=stream)
+
+    def grouped_gemm_combine(self, plan, a, w, weights, out=None, layout="nk", out_dtype=None,
+                             stream=None):
+        """An MoE layer's last grouped GEMM with the top-k combine fused: out[tokens, n] row t =
+        the sum over t's slots j of weights[t, j] * a[plan.entry_row[t * topk + j]] w[e]^T (or
+        w[e]), added with atomics (bf16 and fp16 out can differ from run to run in the last
+        bits; moe_combine after grouped_gemm is the deterministic form). weights [tokens, topk]
+        contiguous, bf16, fp16 or fp32; n a multiple of 8."""
+        if tuple(weights.shape) != (plan.tokens, plan.topk):
+            raise ValueError(f"weights must be [{plan.tokens}, {plan.topk}], not "
+                             f"{tuple(weights.shape)}")
+        odt = out_dtype or (out.dtype if out is not None else a.dtype)
+        return self._grouped("grouped_gemm_combine", plan, a, w, layout, out,
+                             lambda n: (plan.tokens, n), odt,
+                             ctypes.c_void_p(self._ptr(weights, "weights")),
+                             _dtype(weights.dtype), stream=stream)
 
     def moe_silu_mul(self, plan, gate_up, out=None, stream=None):
         """out[plan.max_rows, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:] for the plan's

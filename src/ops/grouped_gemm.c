@@ -1,41 +1,102 @@
 /*
- * grouped_gemm.c — weft_grouped_gemm: argument checks and the launch of the GEMM's grouped
- * specialisation (kernels/gemm/config.cuh, WEFT_GEMM_GROUPED) over a routing plan (kernels/moe.h):
- * A's rows are the plan's, each tile row multiplies its expert's B (a third dimension of B's
- * tensor map), and the rows in use are read by the kernel from the plan on the device.
+ * grouped_gemm.c — weft_grouped_gemm and its fused forms: argument checks and the launch of the
+ * GEMM's grouped specialisation (kernels/gemm/config.cuh, WEFT_GEMM_GROUPED) over a routing plan
+ * (kernels/moe.h): A's rows are the plan's, each tile row multiplies its expert's B (a third
+ * dimension of B's tensor map), and the rows in use are read by the kernel from the plan on the
+ * device. weft_grouped_gemm_silu_mul adds the gated epilogue (WEFT_GEMM_GATED),
+ * weft_grouped_gemm_combine the top-k combine (WEFT_GEMM_COMBINE).
  */
 #include "ops.h"
 
 #include "../runtime/comm.h"
+#include "../runtime/loader.h"
 #include "gemm/gemm.h"
 
-weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routing_t *routing,
-                                const void *a, int lda, const void *b, int ldb, long long b_stride,
-                                void *c, int ldc, int n, int k, weft_dtype_t in, weft_dtype_t out,
-                                weft_gemm_layout_t layout, weft_stream_t stream) {
+/* What the three entry points share. n: B's columns (the gated form's gate and up); c_cols: C's
+ * columns, c_rows its rows (the combine's C holds the tokens' rows); h: the epilogue's hooks. */
+static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *a,
+                             int lda, const void *b, int ldb, long long b_stride, void *c,
+                             int ldc, int n, int c_cols, int c_rows, int k, weft_dtype_t in,
+                             weft_dtype_t out, weft_gemm_layout_t layout, weft_gemm_hooks_t *h,
+                             weft_stream_t stream) {
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, routing, "routing is NULL");
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
            "layout %d is not a weft_gemm_layout_t", (int)layout);
   WEFT_ARG(comm, routing->tile_rows % 64 == 0,
            "the plan's tile_rows %d: the grouped GEMM takes multiples of 64", routing->tile_rows);
-  WEFT_ARG(comm, routing->tile_expert && routing->tiles, "the routing plan has no tile table");
+  WEFT_ARG(comm, routing->tile_expert && routing->tiles && routing->row_entry,
+           "the routing plan has no tile table");
   WEFT_ARG(comm, k >= 8, "k %d: at least 8", k);
-  weft_gemm_problem_t p = {(int)routing->max_rows, n, k, lda, ldb, ldc, in, out,
+  WEFT_ARG(comm, c_cols >= 0 && ldc >= c_cols, "ldc %d is less than C's %d columns", ldc, c_cols);
+  WEFT_ARG(comm, (long long)ldc * weft_dtype_size(out) % 16 == 0,
+           "ldc %d: C's rows must be multiples of 16 bytes (TMA stores)", ldc);
+  /* (C's width is c_cols, checked above; the GEMM's check of ldc against n is B's width) */
+  weft_gemm_problem_t p = {(int)routing->max_rows, n, k, lda, ldb, ldc > n ? ldc : n, in, out,
                            layout == WEFT_GEMM_LAYOUT_NK, 0};
   WEFT_CHECK(weft_gemm_problem_check(comm, &p, a, b, c));
+  p.ldc = ldc;
   /* one expert's matrix: rows of ldb elements ([n, k]: n rows of k; [k, n]: k rows of n) */
   long long rows = p.b_kmajor ? n : k, cols = p.b_kmajor ? k : n;
   long long matrix = n ? (rows - 1) * (long long)ldb + cols : 0;
   WEFT_ARG(comm, b_stride % 8 == 0 && b_stride >= matrix,
            "b_stride %lld: a multiple of 8 elements, at least one expert's matrix (%lld)",
            b_stride, matrix);
+  if (h->combine_entry && c_rows > 0 && c_cols > 0) { /* the sums start from zero */
+    size_t es = weft_dtype_size(out), pitch = (size_t)ldc * es;
+    CUdeviceptr dc = (CUdeviceptr)(uintptr_t)c;
+    if (es == 4)
+      WEFT_CU(comm, cuMemsetD2D32Async(dc, pitch, 0, (size_t)c_cols, (size_t)c_rows,
+                                       (CUstream)stream));
+    else
+      WEFT_CU(comm, cuMemsetD2D16Async(dc, pitch, 0, (size_t)c_cols, (size_t)c_rows,
+                                       (CUstream)stream));
+  }
   if (p.m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
   weft_gemm_config_t cfg;
-  weft_gemm_config_grouped(&p, routing->tile_rows, &cfg);
+  weft_gemm_config_grouped(&p, routing->tile_rows, h->group_gated, &cfg);
+  h->group_expert = routing->tile_expert, h->group_tiles = routing->tiles;
+  h->group_rows = routing->tile_rows, h->group_experts = routing->experts;
+  h->group_stride = b_stride;
+  return weft_gemm_launch(comm, &p, &cfg, h, a, b, c, (CUstream)stream);
+}
+
+weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                const void *a, int lda, const void *b, int ldb, long long b_stride,
+                                void *c, int ldc, int n, int k, weft_dtype_t in, weft_dtype_t out,
+                                weft_gemm_layout_t layout, weft_stream_t stream) {
   weft_gemm_hooks_t h = {0};
-  h.group_expert = routing->tile_expert, h.group_tiles = routing->tiles;
-  h.group_rows = routing->tile_rows, h.group_experts = routing->experts;
-  h.group_stride = b_stride;
-  return weft_gemm_launch(comm, &p, &cfg, &h, a, b, c, (CUstream)stream);
+  return grouped(comm, routing, a, lda, b, ldb, b_stride, c, ldc, n, n, 0, k, in, out, layout, &h,
+                 stream);
+}
+
+weft_status_t weft_grouped_gemm_silu_mul(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                         const void *a, int lda, const void *b, int ldb,
+                                         long long b_stride, void *c, int ldc, int inter, int k,
+                                         weft_dtype_t in, weft_dtype_t out,
+                                         weft_gemm_layout_t layout, weft_stream_t stream) {
+  WEFT_ARG(comm, inter >= 0 && inter < (1 << 30), "inter %d: from 0 to 2^30 - 1", inter);
+  weft_gemm_hooks_t h = {0};
+  h.group_gated = 1;
+  return grouped(comm, routing, a, lda, b, ldb, b_stride, c, ldc, 2 * inter, inter, 0, k, in, out,
+                 layout, &h, stream);
+}
+
+weft_status_t weft_grouped_gemm_combine(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                        const void *a, int lda, const void *b, int ldb,
+                                        long long b_stride, const void *weights,
+                                        weft_dtype_t wdtype, void *out, int ldo, int n, int k,
+                                        weft_dtype_t in, weft_dtype_t out_dtype,
+                                        weft_gemm_layout_t layout, weft_stream_t stream) {
+  WEFT_ARG(comm, routing, "routing is NULL");
+  WEFT_ARG(comm, weights, "weights is NULL");
+  WEFT_ARG(comm, wdtype == WEFT_DTYPE_BF16 || wdtype == WEFT_DTYPE_FP16 || wdtype == WEFT_DTYPE_FP32,
+           "weights' dtype %d: bf16, fp16 or fp32", (int)wdtype);
+  WEFT_ARG(comm, n % 8 == 0 && ldo % 8 == 0, "n %d and ldo %d: multiples of 8 (16-byte rows)", n,
+           ldo);
+  weft_gemm_hooks_t h = {0};
+  h.combine_entry = routing->row_entry, h.combine_weights = weights;
+  h.combine_wtype = wdtype, h.combine_topk = routing->topk;
+  return grouped(comm, routing, a, lda, b, ldb, b_stride, out, ldo, n, n, routing->tokens, k, in,
+                 out_dtype, layout, &h, stream);
 }

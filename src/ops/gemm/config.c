@@ -416,7 +416,7 @@ int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_co
   return 1;
 }
 
-void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows,
+void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows, int gated,
                               weft_gemm_config_t *c) {
   memset(c, 0, sizeof *c);
   c->bm = group_rows % 128 == 0 ? 128 : 64;
@@ -428,13 +428,21 @@ void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows,
     const struct gemm_width *w = &gemm_widths[i];
     double cost = p->b_kmajor ? w->cost : w->cost_kn;
     if (cost == 0 || (c->bm == 64 && w->bn / 2 % 16)) continue; /* 64-row tiles: BN/2 a WG */
+    int half = (c->bm == 128 ? w->bn : w->bn / 2) / 2;
+    if (gated && (half * out_size(p->out) < 128 || (!p->b_kmajor && half % 64))) continue;
     double padded = (double)((p->n + w->bn - 1) / w->bn) * w->bn * cost;
     if (best == 0 || padded < best) {
       best = padded;
       c->bn = w->bn, c->stages = w->stages, c->epi_bufs = w->epi;
     }
   }
+  /* (config_fit counts a warpgroup's boxes from all of its columns: the gated epilogue stores
+   * half, and EPI_BUFS must divide those) */
   config_fit(p, c);
+  if (gated) {
+    int boxes = ((c->bm == 128 ? c->bn : c->bn / 2) / 2 * out_size(p->out) + 127) / 128;
+    while (boxes % c->epi_bufs) c->epi_bufs--;
+  }
 }
 
 int weft_gemm_config_ll(const weft_gemm_problem_t *p, weft_gemm_config_t *c) {

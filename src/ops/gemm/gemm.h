@@ -109,6 +109,16 @@ typedef struct weft_gemm_hooks {
   const int *group_expert, *group_tiles;
   int group_rows, group_experts;
   long long group_stride;
+  /* the grouped GEMM's epilogues (one at most; kernels/gemm/config.cuh): group_gated, the gated
+   * activation (WEFT_GEMM_GATED: B's n columns are gate then up halves, C is [m, n / 2]); or
+   * combine_entry, the top-k combine (WEFT_GEMM_COMBINE: the plan's row -> entry table; row r is
+   * scaled by combine_weights[entry] of type combine_wtype and added into row entry /
+   * combine_topk of c, which holds the tokens' rows, row stride ldc) */
+  int group_gated;
+  const int *combine_entry;
+  const void *combine_weights;
+  weft_dtype_t combine_wtype;
+  int combine_topk;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 
@@ -169,8 +179,11 @@ int weft_gemm_config_unsplit(const weft_gemm_problem_t *p, int sms, weft_gemm_co
 
 /* The grouped GEMM's configuration for p (m: the plan's largest row count) over a plan of
  * group_rows-row tiles (a multiple of 64): 128-row tiles where group_rows allows, else 64; the
- * tile width that pads n least; unclustered, unsplit, the TMA-store epilogue. */
-void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows, weft_gemm_config_t *c);
+ * tile width that pads n least; unclustered, unsplit, the TMA-store epilogue. gated: for the
+ * gated epilogue (weft_gemm_hooks_t.group_gated), whose warpgroups store half their columns: a
+ * width whose half still fills a staging box ([k, n] B: whole 64-column boxes of B). */
+void weft_gemm_config_grouped(const weft_gemm_problem_t *p, int group_rows, int gated,
+                              weft_gemm_config_t *c);
 
 /* c as the kernel of the LL epilogue (weft_gemm_hooks_t.ll_area), which is the direct-store
  * kernel's (splitk): c unchanged where it is one, else its tiles unsplit (k_splits 1) where it has

@@ -174,6 +174,20 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "(cluster %d, split-K %d), no other hook, %d-row plan tiles a multiple of BM=%d "
                     "and the experts' matrices (%d, %lld elements apart)", cfg->cluster,
                     cfg->splitk, h->group_rows, cfg->bm, h->group_experts, h->group_stride);
+  /* the grouped epilogues (kernels/gemm/config.cuh, WEFT_GEMM_GATED and WEFT_GEMM_COMBINE) */
+  int gated = grouped && h->group_gated, combine = grouped && h->combine_entry;
+  int half = wg_n(cfg) / 2;
+  if (gated && (combine || p->n % 2 || half * out_size(p->out) < 128 ||
+                (!p->b_kmajor && half % 64)))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the gated epilogue needs gate and up halves (n %d even) and warpgroups "
+                    "of %d columns whose half fills a staging box (%s B)", p->n, wg_n(cfg),
+                    p->b_kmajor ? "[n, k]" : "[k, n]");
+  if (combine && (!h->combine_weights || h->combine_topk < 1 || p->n % 8 || p->ldc % 8))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the combine epilogue needs the routing weights, topk >= 1 (%d) and "
+                    "16-byte rows of C (n %d, ldc %lld multiples of 8)", h->combine_topk, p->n,
+                    p->ldc);
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(weft_gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
@@ -213,9 +227,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   /* grouped: one matrix an expert, a third dimension */
   int experts = grouped ? h->group_experts : 0;
   long long expert_bytes = grouped ? h->group_stride * (long long)weft_dtype_size(p->in) : 0;
+  /* (gated: [n, k] B's boxes are a warpgroup's gate or up half: kernels/gemm/mainloop_load.cuh) */
   if (p->b_kmajor)
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->k, (uint64_t)p->n, p->ldb, GEMM_BK,
-                      (uint32_t)(cfg->bn / cfg->cluster), experts, expert_bytes));
+                      (uint32_t)(gated ? half : cfg->bn / cfg->cluster), experts, expert_bytes));
   else
     WEFT_CHECK(encode(comm, &tb, b, p->in, (uint64_t)p->n, (uint64_t)p->k, p->ldb, 64, GEMM_BK,
                       experts, expert_bytes));
@@ -226,8 +241,11 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                       (long long)comm->heap.stride));
   else
     tcall = ta; /* unused */
-  if (cfg->splitk) {
+  if (cfg->splitk || combine) {
     tc = ta; /* unused */
+  } else if (gated) { /* C: the activation's n / 2 columns */
+    WEFT_CHECK(encode(comm, &tc, c, p->out, (uint64_t)(p->n / 2), (uint64_t)p->m, p->ldc,
+                      (uint32_t)(128 / out_size(p->out)), 64, 0, 0));
   } else if (ar_cols) { /* this rank's slot of every rank's staging, based at rank 0's */
     int width = weft_gemm_ar_cols_width(p->n, cfg->bn, comm->local_world);
     WEFT_CHECK(encode(comm, &tc, (void *)(uintptr_t)weft_heap_peer(&comm->heap, c, 0), p->out,
@@ -294,12 +312,16 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   const int *h_group_expert = grouped ? h->group_expert : NULL;
   const int *h_group_tiles = grouped ? h->group_tiles : NULL;
   int group_rows = grouped ? h->group_rows : 0;
+  /* params 42-44, the combine epilogue's (passed to every kernel as well) */
+  const int *comb_entry = combine ? h->combine_entry : NULL;
+  const void *comb_weights = combine ? h->combine_weights : NULL;
+  int comb_topk = combine ? h->combine_topk : 0;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
                   &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c,
                   &tatail, &a_tail_rows, (void *)&h_group_expert, (void *)&h_group_tiles,
-                  &group_rows};
+                  &group_rows, (void *)&comb_entry, (void *)&comb_weights, &comb_topk};
   WEFT_TRACE("gemm %dx%dx%d: %dx%d tiles, %d stages, cluster %d, group %d, split-K %d (%d), tail %d, "
              "swap %d, %u CTAs, hooks: wait %d notify %d scatter %d ar %d", M, N, K, cfg->bm, cfg->bn,
              cfg->stages, cfg->cluster, cfg->group, cfg->splitk, ks, tail, cfg->swap_ab, lc.grid[0],
