@@ -316,6 +316,22 @@ for (tokens, topk, experts, n, k, layout) in ((300, 2, 8, 512, 256, "nk"),
             comb_ref[t] += float(wts[t, j]) * act_ref[int(er[t * topk + j])]
     e = nerr(comb, comb_ref)
     check(e <= 2e-2, f"moe_silu_mul + moe_combine {tag}: error {e:.2e}")
+    # the fused forms: the activation in the first GEMM's epilogue (against the float64 product,
+    # not the rounded one), the combine in the second's (fp32 out)
+    fused = poison(torch.empty(plan.max_rows, n, dtype=torch.bfloat16, device=DEV))
+    comm.grouped_gemm_silu_mul(plan, a, w2, fused, layout=layout)
+    fcomb = comm.grouped_gemm_combine(plan, a, w, wts, layout=layout, out_dtype=torch.float32)
+    comm.synchronize()
+    act64 = ref * torch.sigmoid(ref) * ref
+    e = nerr(fused[:rows], act64)
+    check(e <= 2e-2, f"grouped_gemm_silu_mul {tag}: error {e:.2e}")
+    check(bool(torch.isnan(fused[rows:]).all()), f"grouped_gemm_silu_mul {tag}: rows past untouched")
+    fcomb_ref = torch.zeros(tokens, n, dtype=torch.float64, device=DEV)
+    for t in range(tokens):
+        for j in range(topk):
+            fcomb_ref[t] += float(wts[t, j]) * ref[int(er[t * topk + j])]
+    e = nerr(fcomb, fcomb_ref)
+    check(e <= 1e-4, f"grouped_gemm_combine {tag} (fp32 out): error {e:.2e}")
 
 # -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
 
