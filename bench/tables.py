@@ -11,7 +11,10 @@ build/bench-logs), groups the rows by suite and world size, and prints one table
     in place too where the rows have it;
   overlapped ops (ag_gemm, gemm_rs, gemm_ar): per shape GEMM alone, communication alone,
     cuBLAS+NCCL, weft, exposed, speedup, share of the overlap bound, and the torch async-TP
-    column where a torch_async_tp JSON of the same world size is given; the geometric mean.
+    column where a torch_async_tp JSON of the same world size is given; the geometric mean;
+  MoE (grouped_gemm, moe_layer; one GPU): per shape weft, cuBLAS's grouped GEMM and the dense
+    GEMM of equal FLOPs (grouped_gemm), weft unfused (moe_layer), and PyTorch's time
+    (torch_grouped_mm, torch_moe_layer JSON of the same shape and routing) with the ratios.
 Then the targets (docs/benchmarks.md, stated for 4 ranks; shown for every world size): each line
 says the rows it covers, the worst figure among them and whether it holds. Nothing is measured
 here: the figures are the JSON's, which weft-bench took in one run, interleaved.
@@ -22,6 +25,7 @@ import os
 import sys
 
 COLLECTIVES = ["allgather", "reduce_scatter", "allreduce", "alltoall", "alltoallv"]
+MOE = {"grouped_gemm": "torch_grouped_mm", "moe_layer": "torch_moe_layer"}
 OVERLAP = ["ag_gemm", "gemm_rs", "gemm_ar"]
 KB, MB = 1 << 10, 1 << 20
 
@@ -43,6 +47,11 @@ def load(paths):
             print(f"<!-- {f}: not read ({e}) -->")
             continue
         if not isinstance(d, dict) or "rows" not in d:
+            continue
+        if d.get("peer") in MOE.values():  # by (suite, routing, shape name)
+            routing = "zipf" if "zipf" in os.path.basename(f) else "uniform"
+            for r in d["rows"]:
+                peers[(r["suite"], routing, r["name"])] = r[d["peer"] + "_us"]
             continue
         if d.get("peer") == "torch_async_tp":
             for r in d["rows"]:
@@ -152,6 +161,59 @@ def overlap_targets(suite, rows, peers, ranks, g):
           lambda v: f"{v:.2f}x torch's time")
 
 
+def geomean(vals):
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+
+
+def moe_table(suite, label, rows, peers):
+    """One MoE suite's file (the routing from its name, as the torch JSON's): us per call."""
+    routing = "zipf" if "zipf" in label else "uniform"
+    print(f"\n### {suite}, one GPU, {routing} routing ({label}); us\n")
+    torch = lambda r: peers.get((suite, routing, r["name"]))
+    if suite == "grouped_gemm":
+        print("| T, N, K, E, topk | weft | weft TFLOP/s | torch._grouped_mm | torch / weft | cuBLAS "
+              "grouped / weft | dense cuBLAS / weft | smallest expert | err |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            t = torch(r)
+            tf = 2.0 * r["T"] * r["topk"] * r["N"] * r["K"] / r["weft_us"] * 1e-6
+            tt = f"{t:.1f} | {t / r['weft_us']:.3f}x" if t else "— | —"
+            print(f"| {r['T']}, {r['N']}, {r['K']}, {r['E']}, {r['topk']} | {r['weft_us']:.1f} "
+                  f"| {tf:.0f} | {tt} | {r['ratio']:.3f}x | {r['dense_ratio']:.3f}x "
+                  f"| {r.get('min_load', float('nan')):g} | {r['err']:.1e} |")
+    else:
+        print("| T, H, I, E, topk | weft | weft unfused | unfused / weft | weft TFLOP/s | "
+              "PyTorch layer | PyTorch / weft | err |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            t = torch(r)
+            tf = 6.0 * r["T"] * r["topk"] * r["H"] * r["I"] / r["weft_us"] * 1e-6
+            tt = f"{t:.1f} | {t / r['weft_us']:.3f}x" if t else "— | —"
+            print(f"| {r['T']}, {r['H']}, {r['I']}, {r['E']}, {r['topk']} | {r['weft_us']:.1f} "
+                  f"| {r['weft_unfused_us']:.1f} | {r['weft_unfused_us'] / r['weft_us']:.3f}x "
+                  f"| {tf:.0f} | {tt} | {r['err']:.1e} |")
+    with_torch = [r for r in rows if torch(r)]
+    g = geomean([torch(r) / r["weft_us"] for r in with_torch])
+    print(f"\nGeometric mean, PyTorch's time / weft's: {g:.3f}x ({len(with_torch)} shapes)")
+    return routing, with_torch, g
+
+
+def moe_targets(suite, routing, rows, peers, g):
+    vs = lambda r: peers[(suite, routing, r["name"])] / r["weft_us"]
+    times = lambda v: f"{v:.3f}x"
+    if suite == "grouped_gemm":
+        print(f"- grouped_gemm ({routing}) geometric mean at least 1.0x torch._grouped_mm: "
+              f"{g:.3f}x: {'holds' if g >= 1.0 else 'MISSED'}")
+        check(f"grouped_gemm ({routing}) at least 0.9x torch._grouped_mm on every shape", rows, vs,
+              lambda v: v >= 0.9, times)
+        check(f"grouped_gemm ({routing}) at least 0.9x dense cuBLAS where every expert has >= 256 "
+              "tokens", [r for r in rows if r.get("min_load", 0) >= 256],
+              lambda r: r["dense_ratio"], lambda v: v >= 0.9, times)
+    else:
+        check(f"moe_layer ({routing}) at least 1.2x the PyTorch layer", rows, vs,
+              lambda v: v >= 1.2, times)
+
+
 def main(argv):
     paths = [a for a in argv if not a.startswith("--")]
     if not paths:
@@ -168,6 +230,10 @@ def main(argv):
             g = overlap_table(suite, ranks, label, rows, peers)
             print()
             overlap_targets(suite, rows, peers, ranks, g)
+        elif suite in MOE:
+            routing, with_torch, g = moe_table(suite, label, rows, peers)
+            print()
+            moe_targets(suite, routing, with_torch, peers, g)
     return 0
 
 

@@ -26,6 +26,11 @@ def ovl(m, n, k, gemm, comm, base, weft):
             "bound_share": max(gemm, comm) / weft, "wrong": 0}
 
 
+def gg(name, weft, cublas_ratio, dense_ratio, min_load):
+    return {"name": name, "T": 8192, "N": 2048, "K": 1536, "E": 8, "topk": 2, "weft_us": weft,
+            "min_load": min_load, "ratio": cublas_ratio, "dense_ratio": dense_ratio, "err": 1e-3}
+
+
 files = {
     # AllReduce: 8 KB and 256 KB at 0.40x and 0.60x of NCCL's time (the second misses 0.5x);
     # 1 MB at 0.9x (holds 1.0x); in-place columns on every row
@@ -41,6 +46,19 @@ files = {
         ovl(8192, 4096, 4096, 1.0, 0.5, 1.5, 1.2), ovl(8192, 8192, 8192, 2.0, 0.5, 2.5, 2.0)]},
     "torch.json": {"peer": "torch_async_tp", "ranks": 4, "rows": [
         {"suite": "ag_gemm", "M": 8192, "N": 4096, "K": 4096, "async_tp_ms": 1.5, "gemm_ms": 1.0}]},
+    # grouped GEMM, Zipf routing: torch / weft 1.2x and 0.8x (geomean 0.980x: missed; the second
+    # below 0.9x); dense 0.95x on the shape whose experts all hold >= 256 tokens
+    "grouped_gemm-zipf.json": {"suite": "grouped_gemm", "ranks": 1, "rows": [
+        gg("a", 100.0, 1.10, 0.95, 300), gg("b", 50.0, 0.90, 0.50, 10)]},
+    "torch_grouped_mm-zipf.json": {"peer": "torch_grouped_mm", "ranks": 1, "rows": [
+        {"suite": "grouped_gemm", "name": "a", "torch_grouped_mm_us": 120.0},
+        {"suite": "grouped_gemm", "name": "b", "torch_grouped_mm_us": 40.0}]},
+    # the layer, uniform: the PyTorch layer 1.5x weft's time
+    "moe_layer.json": {"suite": "moe_layer", "ranks": 1, "rows": [
+        {"name": "c", "T": 4096, "H": 2048, "I": 768, "E": 128, "topk": 8, "weft_us": 200.0,
+         "weft_unfused_us": 260.0, "err": 1e-3}]},
+    "torch_moe_layer.json": {"peer": "torch_moe_layer", "ranks": 1, "rows": [
+        {"suite": "moe_layer", "name": "c", "torch_moe_layer_us": 300.0}]},
 }
 want = [
     "### allreduce, 4 ranks (allreduce)",
@@ -55,6 +73,14 @@ want = [
     "Geometric-mean speedup over cuBLAS+NCCL: 1.250x (2 shapes)",
     "- ag_gemm geometric mean at least 1.25x: 1.250x: holds",
     "- ag_gemm faster than torch async-TP: 1 rows, worst 1.25x torch's time: holds",
+    "### grouped_gemm, one GPU, zipf routing (grouped_gemm-zipf); us",
+    "- grouped_gemm (zipf) geometric mean at least 1.0x torch._grouped_mm: 0.980x: MISSED",
+    "- grouped_gemm (zipf) at least 0.9x torch._grouped_mm on every shape: 2 rows, worst 0.800x: "
+    "MISSED",
+    "- grouped_gemm (zipf) at least 0.9x dense cuBLAS where every expert has >= 256 tokens: 1 rows, "
+    "worst 0.950x: holds",
+    "| 4096, 2048, 768, 128, 8 | 200.0 | 260.0 | 1.300x | 1546 | 300.0 | 1.500x | 1.0e-03 |",
+    "- moe_layer (uniform) at least 1.2x the PyTorch layer: 1 rows, worst 1.500x: holds",
 ]
 with tempfile.TemporaryDirectory() as d:
     for name, data in files.items():
