@@ -442,6 +442,100 @@ static void invalid_id(weft_comm_t *comm) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
 }
 
+/* Bad arguments to the MoE calls: each returns INVALID_ARGUMENT naming the fault and writes
+ * nothing (C and out keep their poison, the plan's arrays their contents). */
+static void bad_inputs(weft_comm_t *comm) {
+  int tokens = 64, topk = 2, experts = 4, tile = 128, n = 256, k = 128, inter = n / 2;
+  size_t ws;
+  long long max_rows;
+  OK(weft_moe_routing_size(tokens, topk, experts, tile, &ws, &max_rows));
+  int ids[128];
+  for (int i = 0; i < tokens * topk; i++) ids[i] = (i / topk + i % topk) % experts;
+  CUdeviceptr d_ids, d_ws, d_x, d_a, d_b, d_c, d_w;
+  size_t c_bytes = (size_t)max_rows * n * 4;
+  CU(cuMemAlloc(&d_ids, sizeof ids));
+  CU(cuMemAlloc(&d_ws, ws + 256));
+  CU(cuMemAlloc(&d_x, (size_t)tokens * k * 2));
+  CU(cuMemAlloc(&d_a, (size_t)max_rows * k * 2));
+  CU(cuMemAlloc(&d_b, (size_t)experts * 2 * n * k * 2));
+  CU(cuMemAlloc(&d_c, c_bytes));
+  CU(cuMemAlloc(&d_w, (size_t)tokens * topk * 4));
+  CU(cuMemcpyHtoD(d_ids, ids, sizeof ids));
+  CU(cuMemsetD8(d_x, 0x3c, (size_t)tokens * k * 2));
+  CU(cuMemsetD8(d_b, 0x3c, (size_t)experts * 2 * n * k * 2));
+  CU(cuMemsetD8(d_w, 0x3c, (size_t)tokens * topk * 4));
+  CU(cuMemsetD8(d_c, 0xff, c_bytes));
+  weft_moe_routing_t r;
+  const int32_t *pid = (const int32_t *)(uintptr_t)d_ids;
+  void *pws = (void *)(uintptr_t)d_ws;
+  weft_dtype_t bf = WEFT_DTYPE_BF16;
+  weft_gemm_layout_t nk = WEFT_GEMM_LAYOUT_NK;
+  EXPECT_ERROR(weft_moe_route(comm, pid, tokens, 5, experts, tile, pws, ws, &r, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "topk 5 exceeds");
+  EXPECT_ERROR(weft_moe_route(comm, pid, tokens, topk, experts, 100, pws, ws, &r, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "tile_rows 100");
+  EXPECT_ERROR(weft_moe_route(comm, pid, tokens, topk, experts, tile, pws, ws - 1, &r, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "workspace");
+  EXPECT_ERROR(weft_moe_route(comm, pid, tokens, topk, experts, tile, (char *)pws + 8, ws, &r,
+                              NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "aligned");
+  OK(weft_moe_route(comm, pid, tokens, topk, experts, tile, pws, ws, &r, NULL));
+  OK(weft_moe_gather(comm, &r, (const void *)(uintptr_t)d_x, k, bf, (void *)(uintptr_t)d_a, NULL));
+  OK(weft_stream_synchronize(comm, NULL));
+  const void *a = (const void *)(uintptr_t)d_a, *b = (const void *)(uintptr_t)d_b;
+  const void *w = (const void *)(uintptr_t)d_w;
+  void *c = (void *)(uintptr_t)d_c;
+  long long bs = 2LL * n * k; /* room for the gated form's 2n rows too */
+  EXPECT_ERROR(weft_moe_gather(comm, &r, (const char *)(uintptr_t)d_x + 2, k, bf,
+                               (void *)(uintptr_t)d_a, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "aligned");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, a, k, b, k, bs, c, n, n, 4, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "k 4");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, a, k, b, k, 100, c, n, n, k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "b_stride 100");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, (const char *)a + 2, k, b, k, bs, c, n, n, k, bf, bf,
+                                 nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "aligned");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, a, k, b, k, bs, c, n + 4, n, k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "16 bytes");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, a, k, b, k, bs, c, n, n, k, bf, bf,
+                                 (weft_gemm_layout_t)2, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "layout 2");
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r, a, k, b, k, bs, c, n, n, k, WEFT_DTYPE_FP32, bf, nk,
+                                 NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "input dtype");
+  EXPECT_ERROR(weft_grouped_gemm_silu_mul(comm, &r, a, k, b, k, bs, c, inter - 8, inter, k, bf, bf,
+                                          nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "ldc");
+  EXPECT_ERROR(weft_grouped_gemm_silu_mul(comm, &r, a, k, b, k, bs, c, inter, -2, k, bf, bf, nk,
+                                          NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "inter -2");
+  EXPECT_ERROR(weft_grouped_gemm_combine(comm, &r, a, k, b, k, bs, w, WEFT_DTYPE_INT32, c, n, n,
+                                         k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "weights' dtype");
+  EXPECT_ERROR(weft_grouped_gemm_combine(comm, &r, a, k, b, k, bs, NULL, WEFT_DTYPE_FP32, c, n, n,
+                                         k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "weights is NULL");
+  EXPECT_ERROR(weft_grouped_gemm_combine(comm, &r, a, k, b, k, bs, w, WEFT_DTYPE_FP32, c, n, n - 4,
+                                         k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "multiples of 8");
+  weft_moe_routing_t r16 = r;
+  r16.tile_rows = 16;
+  EXPECT_ERROR(weft_grouped_gemm(comm, &r16, a, k, b, k, bs, c, n, n, k, bf, bf, nk, NULL),
+               WEFT_STATUS_INVALID_ARGUMENT, "tile_rows 16");
+  OK(weft_stream_synchronize(comm, NULL));
+  unsigned char *hc = malloc(c_bytes);
+  if (!hc) exit(1);
+  CU(cuMemcpyDtoH(hc, d_c, c_bytes));
+  size_t written = 0;
+  for (size_t i = 0; i < c_bytes; i++) written += hc[i] != 0xff;
+  EXPECT(!written, "the refused calls wrote %zu bytes of C", written);
+  free(hc);
+  CUdeviceptr all[] = {d_ids, d_ws, d_x, d_a, d_b, d_c, d_w};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
+  printf("%s bad arguments refused, nothing written\n", test_failures ? "FAIL" : "ok  ");
+}
+
 int main(void) {
   test_precompile(grouped_src, "grouped_test.cu"); /* (gemm_test_src: test_gemm's) */
   weft_comm_t *comm = test_init();
@@ -502,6 +596,7 @@ int main(void) {
     layer_case(comm, k_fill, k_act, k_lout, k_cmp, 1000, 4, 32, 512, 192, fused, &seed);
   }
   invalid_id(comm);
+  bad_inputs(comm);
   weft_module_unload(mg);
   weft_module_unload(m);
   OK(weft_comm_destroy(comm));
