@@ -568,17 +568,19 @@ WEFT_API weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routi
                                          weft_dtype_t in, weft_dtype_t out,
                                          weft_gemm_layout_t layout, weft_stream_t stream);
 
-/* An MoE layer's first grouped GEMM with its gated activation in the epilogue (no gate_up
- * matrix in memory): row r of C ([routing->max_rows, inter], row stride ldc) = silu(A_r
- * G_x^T) * (A_r U_x^T) from the fp32 accumulators, rounded once, where expert x's B (at b + x *
+/* An MoE layer's first grouped GEMM, straight from the tokens, with its gated activation in
+ * the epilogue (neither the gathered tokens nor a gate_up matrix in memory): row r of C
+ * ([routing->max_rows, inter], row stride ldc) = silu(x_t G_x^T) * (x_t U_x^T) from the fp32
+ * accumulators, rounded once, where t = routing->row_entry[r] / topk is the row's token (x
+ * [tokens, k], row stride ldx: the GEMM's loads gather its rows) and expert x's B (at b + x *
  * b_stride) holds its gate weights G_x then its up weights U_x: [2 * inter, k] (LAYOUT_NK: gate
  * rows first, as torch keeps a fused gate_up projection) or [k, 2 * inter] (KN: gate columns
- * first). The same as weft_moe_silu_mul applied to weft_grouped_gemm's [max_rows, 2 * inter]
- * output, without its rounding in between. Otherwise as weft_grouped_gemm (padding rows get
- * zeros). */
+ * first). The same as weft_moe_gather, weft_grouped_gemm ([max_rows, 2 * inter]) and
+ * weft_moe_silu_mul, without the rounding in between. Otherwise as weft_grouped_gemm (padding
+ * rows get zeros; ldx as lda). */
 WEFT_API weft_status_t weft_grouped_gemm_silu_mul(weft_comm_t *comm,
-                                                  const weft_moe_routing_t *routing, const void *a,
-                                                  int lda, const void *b, int ldb,
+                                                  const weft_moe_routing_t *routing, const void *x,
+                                                  int ldx, const void *b, int ldb,
                                                   long long b_stride, void *c, int ldc, int inter,
                                                   int k, weft_dtype_t in, weft_dtype_t out,
                                                   weft_gemm_layout_t layout, weft_stream_t stream);

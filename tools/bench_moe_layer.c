@@ -2,9 +2,9 @@
  * bench_moe_layer.c — `weft-bench moe_layer`: one MoE layer's experts on one GPU, from the
  * router's ids and weights to the combined output, two ways in the same process and run,
  * interleaved, medians of -n samples of BENCH_BATCH calls after -w warm-up samples:
- *   fused:   weft_moe_route, weft_moe_gather, weft_grouped_gemm_silu_mul (the gate-and-up GEMM
- *            with the activation in its epilogue), weft_grouped_gemm_combine (the down GEMM with
- *            the weighted top-k combine in its epilogue);
+ *   fused:   weft_moe_route, weft_grouped_gemm_silu_mul (the gate-and-up GEMM, gathering the
+ *            tokens in its loads, with the activation in its epilogue), weft_grouped_gemm_combine
+ *            (the down GEMM with the weighted top-k combine in its epilogue);
  *   unfused: weft_moe_route, weft_moe_gather, weft_grouped_gemm, weft_moe_silu_mul,
  *            weft_grouped_gemm, weft_moe_combine.
  * PyTorch's layer on torch._grouped_mm (bench/peers/torch_moe_layer.py) takes the same shapes and
@@ -41,15 +41,15 @@ static void layer(layer_ctx_t *x, int fused, CUdeviceptr out) {
   int h = x->hidden, i = x->inter;
   OK(weft_moe_route(comm, (const int32_t *)P(x->ids), x->tokens, x->topk, x->experts, x->tile,
                     P(x->ws), x->ws_bytes, &x->r, s));
-  OK(weft_moe_gather(comm, &x->r, P(x->x), h, x->in, P(x->a), s));
-  if (fused) {
-    OK(weft_grouped_gemm_silu_mul(comm, &x->r, P(x->a), h, P(x->w1), h, 2LL * i * h, P(x->act), i,
+  if (fused) { /* (the first GEMM gathers the tokens in its loads) */
+    OK(weft_grouped_gemm_silu_mul(comm, &x->r, P(x->x), h, P(x->w1), h, 2LL * i * h, P(x->act), i,
                                   i, h, x->in, x->in, WEFT_GEMM_LAYOUT_NK, s));
     OK(weft_grouped_gemm_combine(comm, &x->r, P(x->act), i, P(x->w2), i, (long long)h * i,
                                  P(x->weights), WEFT_DTYPE_FP32, P(out), h, h, i, x->in, x->in,
                                  WEFT_GEMM_LAYOUT_NK, s));
     return;
   }
+  OK(weft_moe_gather(comm, &x->r, P(x->x), h, x->in, P(x->a), s));
   OK(weft_grouped_gemm(comm, &x->r, P(x->a), h, P(x->w1), h, 2LL * i * h, P(x->gu), 2 * i, 2 * i,
                        h, x->in, x->in, WEFT_GEMM_LAYOUT_NK, s));
   OK(weft_moe_silu_mul(comm, &x->r, P(x->gu), i, x->in, P(x->act), s));

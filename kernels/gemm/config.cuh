@@ -135,6 +135,16 @@
  *                        read back 16 bytes a thread and added with vector reductions
  *                        (red.global.add .v4), whose order over a token's k rows is not fixed.
  *                        tm_c is unused; N % 8 == 0, ldc % 8 == 0 (16-byte rows of C)
+ *   WEFT_GEMM_A_GATHER   [0] 1 (GROUPED): A's rows gathered from the tokens in the load (no
+ *                        plan-ordered copy of A in memory): row r of a tile is token row_entry[r]
+ *                        / topk (params 42, 44) of gather_a (param 45, row stride gather_lda
+ *                        elements, param 46), zeros in padding rows (entry -1). The producer
+ *                        warpgroup's 128 threads load A with cp.async, 16 bytes each, 8
+ *                        consecutive threads a row's 128 bytes, into the 128B-swizzled layout
+ *                        TMA would have made, and arrive on the stage's full barrier when their
+ *                        copies land (cp.async.mbarrier.arrive.noinc: the barrier counts 1 + 128
+ *                        arrivals); thread 0 also loads B by TMA. The consumers fence the
+ *                        generic proxy's writes before their wgmmas read them. tm_a is unused
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -287,6 +297,9 @@
 #ifndef WEFT_GEMM_COMBINE_W
 #define WEFT_GEMM_COMBINE_W 0
 #endif
+#ifndef WEFT_GEMM_A_GATHER
+#define WEFT_GEMM_A_GATHER 0
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -405,6 +418,9 @@
 #endif
 #if (WEFT_GEMM_GATED || WEFT_GEMM_COMBINE) && (!WEFT_GEMM_GROUPED || WEFT_GEMM_GATED && WEFT_GEMM_COMBINE)
 #error "WEFT_GEMM_GATED and WEFT_GEMM_COMBINE are epilogues of the grouped kernel, one at a time"
+#endif
+#if WEFT_GEMM_A_GATHER && !WEFT_GEMM_GROUPED
+#error "WEFT_GEMM_A_GATHER is a load of the grouped kernel"
 #endif
 #if WEFT_GEMM_GATED && !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_WG_N / 2) % 64
 #error "WEFT_GEMM_GATED with [K,N] B needs WG_N / 2 a multiple of 64 (whole boxes of B)"

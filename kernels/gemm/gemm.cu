@@ -96,9 +96,11 @@
  *  40  const int *group_tiles           and a launch may pass these three anyway): the routing
  *  41  int group_rows                   plan's tile-row experts, its tile-row count (device
  *                                       memory) and its tile height (kernels/moe.h)
- *  42  const int *row_entry             COMBINE only (passed to every kernel, as 39-41): the
- *  43  const void *combine_weights      plan's row -> entry table, the routing weights
- *  44  int topk                         [tokens, topk] and topk (kernels/moe.h)
+ *  42  const int *row_entry             COMBINE and A_GATHER only (passed to every kernel, as
+ *  43  const void *combine_weights      39-41): the plan's row -> entry table, COMBINE's routing
+ *  44  int topk                         weights [tokens, topk] and topk (kernels/moe.h)
+ *  45  const void *gather_a             A_GATHER only (passed to every kernel): the tokens A's
+ *  46  long long gather_lda             rows are gathered from, and their row stride (elements)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -205,8 +207,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #if WEFT_GEMM_GROUPED
               , const int *group_expert, const int *group_tiles, int group_rows
 #endif
-#if WEFT_GEMM_COMBINE
+#if WEFT_GEMM_COMBINE || WEFT_GEMM_A_GATHER
               , const int *row_entry, const void *combine_weights, int topk
+#endif
+#if WEFT_GEMM_A_GATHER
+              , const void *gather_a, long long gather_lda
 #endif
     ) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
@@ -335,7 +340,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("prefetch.tensormap [%0];" ::"l"((u64)&tm_c_all) : "memory");
 #endif
     for (int s = 0; s < WEFT_GEMM_STAGES; s++) {
-      weft_gemm_mbar_init(bar_full + 8 * s, 1);
+      /* (A_GATHER: thread 0's expect_tx and the 128 loaders' copies) */
+      weft_gemm_mbar_init(bar_full + 8 * s, WEFT_GEMM_A_GATHER ? 1 + 128 : 1);
       weft_gemm_mbar_init(bar_empty + 8 * s, 2 * WEFT_GEMM_CLUSTER_M);
     }
 #if WEFT_GEMM_STORERS
@@ -393,7 +399,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     /* ---------------- producer warpgroup: one thread issues every TMA load ---------------- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 " WEFT_GEMM_STR(WEFT_GEMM_PRODUCER_REGS) ";");
-    if (tid == 0) {
+    /* (A_GATHER: the whole warpgroup loads A; thread 0 as ever B) */
+    if (tid == 0 || WEFT_GEMM_A_GATHER) {
       int stage = 0;
       u32 phase = 0;
 #if WEFT_GEMM_B_EVICT_FIRST

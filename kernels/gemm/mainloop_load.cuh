@@ -36,20 +36,50 @@
  * the rows that exist (whole swizzle atoms; the stage's other rows keep stale bytes,
  * whose output rows are never stored): the box's out-of-bounds rows held the 128-column
  * tiles back (H200: 160x8192x14336 134 us against 86 for 256 rows) */
+#if !WEFT_GEMM_A_GATHER
 const int a_tail = a_tail_rows && w.m0 + WEFT_GEMM_BM > M;
 const weft_gemm_tmap_t *map_a =
     WEFT_GEMM_IS_OWN(w.m0) ? &tm_a_own : a_tail ? &tm_a_tail : &tm_a;
 const int row_a = WEFT_GEMM_IS_OWN(w.m0) ? w.m0 - a_own_row0 : w.m0;
 const u32 stage_tx = a_tail ? (u32)a_tail_rows * (WEFT_GEMM_BK * 2) + WEFT_GEMM_B_BYTES
                             : WEFT_GEMM_STAGE_BYTES;
+#endif
 #if WEFT_GEMM_GROUPED
 const int expert = group_expert[w.m0 / group_rows];
+#endif
+#if WEFT_GEMM_A_GATHER
+/* this thread's 16-byte piece ga_ch of the tile's rows ga_row + 16 i, and their tokens (-1: a
+ * padding row, zeros) */
+const int ga_ch = tid % 8, ga_row = tid / 8;
+int ga_token[WEFT_GEMM_BM / 16];
+#pragma unroll
+for (int i = 0; i < WEFT_GEMM_BM / 16; i++) {
+  const int e = row_entry[w.m0 + ga_row + 16 * i];
+  ga_token[i] = e >= 0 ? e / topk : -1;
+}
 #endif
 for (int kb = w.kb0; kb < w.kb1; kb++) {
   const u32 full = bar_full + 8 * stage;
   weft_gemm_mbar_wait(bar_empty + 8 * stage, phase ^ 1);
   const int k0 = kb * WEFT_GEMM_BK;
-#if WEFT_GEMM_CLUSTER_M > 1
+#if WEFT_GEMM_A_GATHER
+  /* A: every producer thread its pieces, then its arrival once they have landed; B below by
+   * thread 0, whose expect_tx counts B's bytes only */
+  if (tid == 0) weft_gemm_mbar_expect_tx(full, WEFT_GEMM_B_BYTES);
+  {
+    const int col = k0 + ga_ch * 8; /* K % 8 == 0: a piece lies wholly inside K or past it */
+#pragma unroll
+    for (int i = 0; i < WEFT_GEMM_BM / 16; i++) {
+      const int row = ga_row + 16 * i, ok = ga_token[i] >= 0 && col < K;
+      const char *src = (const char *)gather_a +
+                        (ok ? ((long long)ga_token[i] * gather_lda + col) * 2 : 0);
+      weft_gemm_cp_async16(sA + stage * WEFT_GEMM_A_BYTES + row * 128 + ((ga_ch ^ (row & 7)) << 4),
+                           src, ok ? 16 : 0);
+    }
+    weft_gemm_cp_async_arrive(full);
+  }
+  if (tid == 0) {
+#elif WEFT_GEMM_CLUSTER_M > 1
   /* a cluster's second tile may lie wholly past M (odd tile-row count): it loads no A
    * (its results are not stored) but still multicasts its half of B to its peer */
   if (w.m0 < M) {
@@ -103,6 +133,9 @@ for (int kb = w.kb0; kb < w.kb1; kb++) {
     WEFT_GEMM_LOAD_B(b_dst + jj * 8192, &tm_b, w.n0 + jj * 64, k0, full);
 #endif
   }
+#endif
+#if WEFT_GEMM_A_GATHER
+  } /* thread 0's B */
 #endif
   if (++stage == WEFT_GEMM_STAGES) {
     stage = 0;

@@ -16,6 +16,10 @@
 int prev = -1;
 for (int kb = w.kb0; kb < w.kb1; kb++) {
   weft_gemm_mbar_wait(bar_full + 8 * stage, phase);
+#if WEFT_GEMM_A_GATHER
+  /* A came by cp.async (the generic proxy); the wgmmas read it through the async proxy */
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
   if (WEFT_GEMM_TRACE && tid == 128 && p == cluster_id && kb == w.kb0) WEFT_GEMM_STAMP(1);
 #if WEFT_GEMM_A_KMAJOR
   const u32 a_base = sA + stage * WEFT_GEMM_A_BYTES + row_off * 128;

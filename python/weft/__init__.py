@@ -536,15 +536,18 @@ class Comm:
                    self._stream(stream))
         return out
 
-    def _grouped(self, fn, plan, a, w, layout, out, out_shape, odt, *extra, stream=None):
+    def _grouped(self, fn, plan, a, w, layout, out, out_shape, odt, *extra, a_rows=None,
+                 stream=None):
         """The grouped GEMMs' shared checks and call: w [experts, n, k] ("nk") or [experts, k,
-        n] ("kn") with contiguous rows, a [plan.max_rows, k]; out [out_shape] of odt, made where
-        None; extra: the C arguments between B's and C's (the combine's weights)."""
+        n] ("kn") with contiguous rows, a [a_rows (default plan.max_rows), k]; out [out_shape] of
+        odt, made where None; extra: the C arguments between B's and C's (the combine's
+        weights)."""
         if w.dim() != 3 or w.shape[0] != plan.experts:
             raise ValueError(f"w must be [{plan.experts}, ., .], not {tuple(w.shape)}")
         n, k = (w.shape[1], w.shape[2]) if layout == "nk" else (w.shape[2], w.shape[1])
-        if a.dim() != 2 or tuple(a.shape) != (plan.max_rows, k):
-            raise ValueError(f"a must be [{plan.max_rows}, {k}], not {tuple(a.shape)}")
+        a_rows = plan.max_rows if a_rows is None else a_rows
+        if a.dim() != 2 or tuple(a.shape) != (a_rows, k):
+            raise ValueError(f"a must be [{a_rows}, {k}], not {tuple(a.shape)}")
         self._same(a, w, "a and w")
         if w.stride(2) != 1:
             raise ValueError("w's rows must be contiguous")
@@ -567,18 +570,21 @@ class Comm:
         return self._grouped("grouped_gemm", plan, a, w, layout, out,
                              lambda n: (plan.max_rows, n), odt, stream=stream)
 
-    def grouped_gemm_silu_mul(self, plan, a, w, out=None, layout="nk", out_dtype=None,
+    def grouped_gemm_silu_mul(self, plan, x, w, out=None, layout="nk", out_dtype=None,
                               stream=None):
-        """An MoE layer's first grouped GEMM with its gated activation fused:
-        out[plan.max_rows, inter] row r = silu(a[r] g^T) * (a[r] u^T), where expert e's w[e] is
+        """An MoE layer's first grouped GEMM, straight from the tokens x [tokens, k] (its loads
+        gather each row's token), with its gated activation fused: out[plan.max_rows, inter] row
+        r = silu(x[t] g^T) * (x[t] u^T), t = plan.row_entry[r] // topk, where expert e's w[e] is
         [2 * inter, k] ("nk": gate rows, then up rows) or [k, 2 * inter] ("kn": gate columns
-        first); the same as moe_silu_mul(grouped_gemm(...)) without the rounding between."""
-        odt = out_dtype or (out.dtype if out is not None else a.dtype)
+        first); the same as moe_silu_mul(grouped_gemm(moe_gather(x))) without the rounding
+        between."""
+        odt = out_dtype or (out.dtype if out is not None else x.dtype)
         wide = w.shape[1] if layout == "nk" else w.shape[2]
         if w.dim() != 3 or wide % 2:
             raise ValueError(f"w's gate and up halves: an even width, not {tuple(w.shape)}")
-        return self._grouped("grouped_gemm_silu_mul", plan, a, w, layout, out,
-                             lambda n: (plan.max_rows, n // 2), odt, stream=stream)
+        return self._grouped("grouped_gemm_silu_mul", plan, x, w, layout, out,
+                             lambda n: (plan.max_rows, n // 2), odt, a_rows=plan.tokens,
+                             stream=stream)
 
     def grouped_gemm_combine(self, plan, a, w, weights, out=None, layout="nk", out_dtype=None,
                              stream=None):

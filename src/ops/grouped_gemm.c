@@ -3,8 +3,9 @@
  * GEMM's grouped specialisation (kernels/gemm/config.cuh, WEFT_GEMM_GROUPED) over a routing plan
  * (kernels/moe.h): A's rows are the plan's, each tile row multiplies its expert's B (a third
  * dimension of B's tensor map), and the rows in use are read by the kernel from the plan on the
- * device. weft_grouped_gemm_silu_mul adds the gated epilogue (WEFT_GEMM_GATED),
- * weft_grouped_gemm_combine the top-k combine (WEFT_GEMM_COMBINE).
+ * device. weft_grouped_gemm_silu_mul gathers A's rows from the tokens in its loads
+ * (WEFT_GEMM_A_GATHER) and adds the gated epilogue (WEFT_GEMM_GATED), weft_grouped_gemm_combine
+ * the top-k combine (WEFT_GEMM_COMBINE).
  */
 #include "ops.h"
 
@@ -12,8 +13,9 @@
 #include "../runtime/loader.h"
 #include "gemm/gemm.h"
 
-/* What the three entry points share. n: B's columns (the gated form's gate and up); c_cols: C's
- * columns, c_rows its rows (the combine's C holds the tokens' rows); h: the epilogue's hooks. */
+/* What the three entry points share. a, lda: A in the plan's rows, or with h->gather_a the
+ * tokens; n: B's columns (the gated form's gate and up); c_cols: C's columns, c_rows its rows (the
+ * combine's C holds the tokens' rows); h: the options' hooks. */
 static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *a,
                              int lda, const void *b, int ldb, long long b_stride, void *c,
                              int ldc, int n, int c_cols, int c_rows, int k, weft_dtype_t in,
@@ -42,7 +44,7 @@ static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routin
   WEFT_ARG(comm, b_stride % 8 == 0 && b_stride >= matrix,
            "b_stride %lld: a multiple of 8 elements, at least one expert's matrix (%lld)",
            b_stride, matrix);
-  if (h->combine_entry && c_rows > 0 && c_cols > 0) { /* the sums start from zero */
+  if (h->combine_weights && c_rows > 0 && c_cols > 0) { /* the sums start from zero */
     size_t es = weft_dtype_size(out), pitch = (size_t)ldc * es;
     CUdeviceptr dc = (CUdeviceptr)(uintptr_t)c;
     if (es == 4)
@@ -58,6 +60,7 @@ static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routin
   h->group_expert = routing->tile_expert, h->group_tiles = routing->tiles;
   h->group_rows = routing->tile_rows, h->group_experts = routing->experts;
   h->group_stride = b_stride;
+  h->group_entry = routing->row_entry, h->group_topk = routing->topk;
   return weft_gemm_launch(comm, &p, &cfg, h, a, b, c, (CUstream)stream);
 }
 
@@ -71,14 +74,15 @@ weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routing_t *rou
 }
 
 weft_status_t weft_grouped_gemm_silu_mul(weft_comm_t *comm, const weft_moe_routing_t *routing,
-                                         const void *a, int lda, const void *b, int ldb,
+                                         const void *x, int ldx, const void *b, int ldb,
                                          long long b_stride, void *c, int ldc, int inter, int k,
                                          weft_dtype_t in, weft_dtype_t out,
                                          weft_gemm_layout_t layout, weft_stream_t stream) {
   WEFT_ARG(comm, inter >= 0 && inter < (1 << 30), "inter %d: from 0 to 2^30 - 1", inter);
+  WEFT_ARG(comm, !routing || x || routing->tokens == 0, "x is NULL");
   weft_gemm_hooks_t h = {0};
-  h.group_gated = 1;
-  return grouped(comm, routing, a, lda, b, ldb, b_stride, c, ldc, 2 * inter, inter, 0, k, in, out,
+  h.group_gated = 1, h.gather_a = x, h.gather_lda = ldx;
+  return grouped(comm, routing, x, ldx, b, ldb, b_stride, c, ldc, 2 * inter, inter, 0, k, in, out,
                  layout, &h, stream);
 }
 
@@ -95,8 +99,7 @@ weft_status_t weft_grouped_gemm_combine(weft_comm_t *comm, const weft_moe_routin
   WEFT_ARG(comm, n % 8 == 0 && ldo % 8 == 0, "n %d and ldo %d: multiples of 8 (16-byte rows)", n,
            ldo);
   weft_gemm_hooks_t h = {0};
-  h.combine_entry = routing->row_entry, h.combine_weights = weights;
-  h.combine_wtype = wdtype, h.combine_topk = routing->topk;
+  h.combine_weights = weights, h.combine_wtype = wdtype;
   return grouped(comm, routing, a, lda, b, ldb, b_stride, out, ldo, n, n, routing->tokens, k, in,
                  out_dtype, layout, &h, stream);
 }

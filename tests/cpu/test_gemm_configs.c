@@ -531,7 +531,8 @@ int main(int argc, char **argv) {
 
   /* the grouped GEMM of an MoE layer (weft_gemm_config_grouped): experts' widths of open models
    * (n = 2 x intermediate for gate and up, or hidden for down), both layouts, every output type,
-   * 64- and 128-row tiles, each epilogue (plain, gated, combine with each weights' dtype) */
+   * 64- and 128-row tiles, each epilogue (plain, gated with A gathered from the tokens, combine
+   * with each weights' dtype) */
   static const int group_ns[] = {1408, 2048, 2880, 4096, 5760, 7168};
   static const int group_rows[] = {64, 128, 256, 192};
   static const int group_expert, group_tiles;
@@ -556,9 +557,11 @@ int main(int argc, char **argv) {
                                     .group_rows = group_rows[r], .group_experts = 64,
                                     .group_stride = (long long)n * k, .group_gated = epi == 1};
             if (epi == 2) {
-              hg.combine_entry = &group_tiles, hg.combine_weights = &group_weights;
-              hg.combine_wtype = outs[(o + r) % (sizeof outs / sizeof outs[0])], hg.combine_topk = 8;
+              hg.combine_weights = &group_weights;
+              hg.combine_wtype = outs[(o + r) % (sizeof outs / sizeof outs[0])];
             }
+            if (epi) hg.group_entry = &group_tiles, hg.group_topk = 8;
+            if (epi == 1) hg.gather_a = &group_weights, hg.gather_lda = k;
             add(&pg, &cg, &hg);
           }
 

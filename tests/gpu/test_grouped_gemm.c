@@ -6,11 +6,12 @@
  * and [k, n] experts, bf16 and fp16 in, bf16 and fp32 out: every row in use within a normalised
  * error of 1e-2 (bf16 out; 1e-4 fp32), padding rows zero, C's rows past the plan's and its
  * columns past n as poisoned; then the routing, gather and GEMM captured in one CUDA graph and
- * replayed on new ids. The same for the fused epilogues: weft_grouped_gemm_silu_mul (silu(gate) *
- * up of B's two halves) and weft_grouped_gemm_combine (each row scaled by its routing weight and
+ * replayed on new ids. The same for the fused forms: weft_grouped_gemm_silu_mul (straight from
+ * the tokens, silu(gate) * up of B's two halves) and weft_grouped_gemm_combine (each row scaled by its routing weight and
  * added into its token's row of out, whose columns past n stay poisoned), weights in fp32, bf16
  * and fp16. A whole MoE layer, from the unfused steps (the gate-and-up grouped GEMM,
- * weft_moe_silu_mul, the down grouped GEMM, weft_moe_combine) and from the two fused GEMMs,
+ * weft_moe_silu_mul, the down grouped GEMM, weft_moe_combine) and from the two fused GEMMs (no
+ * gather),
  * against a float64 reference from the tokens, ids, router weights and both weight sets; and an
  * invalid expert id, after which the GEMM writes nothing.
  */
@@ -252,9 +253,10 @@ static int run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *con
       if (c->epi == 0)
         OK(weft_grouped_gemm(comm, &r, a, c->k, b, ldb, b_stride, cc, ldc, c->n, c->k, in, out,
                              layout, (weft_stream_t)s));
-      else if (c->epi == 1)
-        OK(weft_grouped_gemm_silu_mul(comm, &r, a, c->k, b, ldb, b_stride, cc, ldc, cn, c->k, in,
-                                      out, layout, (weft_stream_t)s));
+      else if (c->epi == 1) /* (from the tokens: its loads gather them) */
+        OK(weft_grouped_gemm_silu_mul(comm, &r, (const void *)(uintptr_t)d_x, c->k, b, ldb,
+                                      b_stride, cc, ldc, cn, c->k, in, out, layout,
+                                      (weft_stream_t)s));
       else
         OK(weft_grouped_gemm_combine(comm, &r, a, c->k, b, ldb, b_stride,
                                      (const void *)(uintptr_t)d_w, c->wdtype, cc, ldc, c->n, c->k,
@@ -365,9 +367,9 @@ static void layer_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *
   const void *w2 = (const void *)(uintptr_t)d_w2, *act = (const void *)(uintptr_t)d_act;
   weft_dtype_t bf = WEFT_DTYPE_BF16;
   if (fused) {
-    OK(weft_grouped_gemm_silu_mul(comm, &r, a, hidden, w1, hidden, 2LL * inter * hidden,
-                                  (void *)(uintptr_t)d_act, inter, inter, hidden, bf, bf,
-                                  WEFT_GEMM_LAYOUT_NK, NULL));
+    OK(weft_grouped_gemm_silu_mul(comm, &r, (const void *)(uintptr_t)d_x, hidden, w1, hidden,
+                                  2LL * inter * hidden, (void *)(uintptr_t)d_act, inter, inter,
+                                  hidden, bf, bf, WEFT_GEMM_LAYOUT_NK, NULL));
     OK(weft_grouped_gemm_combine(comm, &r, act, inter, w2, inter, (long long)hidden * inter,
                                  (const void *)(uintptr_t)d_w, WEFT_DTYPE_FP32,
                                  (void *)(uintptr_t)d_out, hidden, hidden, inter, bf, bf,

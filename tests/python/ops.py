@@ -319,7 +319,7 @@ for (tokens, topk, experts, n, k, layout) in ((300, 2, 8, 512, 256, "nk"),
     # the fused forms: the activation in the first GEMM's epilogue (against the float64 product,
     # not the rounded one), the combine in the second's (fp32 out)
     fused = poison(torch.empty(plan.max_rows, n, dtype=torch.bfloat16, device=DEV))
-    comm.grouped_gemm_silu_mul(plan, a, w2, fused, layout=layout)
+    comm.grouped_gemm_silu_mul(plan, x, w2, fused, layout=layout)
     fcomb = comm.grouped_gemm_combine(plan, a, w, wts, layout=layout, out_dtype=torch.float32)
     comm.synchronize()
     act64 = ref * torch.sigmoid(ref) * ref

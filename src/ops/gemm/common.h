@@ -18,7 +18,7 @@
 typedef struct gemm_key {
   weft_gemm_config_t cfg;
   int in, out, b_kmajor, a_mn_major, b_once, table, wait, a_own, notify, notify_sys, scatter, ll,
-      ar_own, ar_summers, ar_cols, grouped, gated, combine /* 1 + the weights' dtype */;
+      ar_own, ar_summers, ar_cols, grouped, gated, combine /* 1 + the weights' dtype */, gather;
 } gemm_key_t;
 
 struct weft_gemm_kernel {

@@ -109,16 +109,19 @@ typedef struct weft_gemm_hooks {
   const int *group_expert, *group_tiles;
   int group_rows, group_experts;
   long long group_stride;
-  /* the grouped GEMM's epilogues (one at most; kernels/gemm/config.cuh): group_gated, the gated
-   * activation (WEFT_GEMM_GATED: B's n columns are gate then up halves, C is [m, n / 2]); or
-   * combine_entry, the top-k combine (WEFT_GEMM_COMBINE: the plan's row -> entry table; row r is
-   * scaled by combine_weights[entry] of type combine_wtype and added into row entry /
-   * combine_topk of c, which holds the tokens' rows, row stride ldc) */
-  int group_gated;
-  const int *combine_entry;
+  /* the grouped GEMM's options (kernels/gemm/config.cuh), over the plan's row -> entry table
+   * group_entry and its topk: group_gated, the gated activation (WEFT_GEMM_GATED: B's n columns
+   * are gate then up halves, C is [m, n / 2]); or combine_weights, the top-k combine
+   * (WEFT_GEMM_COMBINE: row r is scaled by combine_weights[entry] of type combine_wtype and added
+   * into row entry / group_topk of c, which holds the tokens' rows, row stride ldc); and
+   * gather_a, A's rows gathered from the tokens (WEFT_GEMM_A_GATHER: row r of A is row entry /
+   * group_topk of gather_a, row stride gather_lda elements; a and lda unused) */
+  const int *group_entry;
+  int group_topk, group_gated;
   const void *combine_weights;
   weft_dtype_t combine_wtype;
-  int combine_topk;
+  const void *gather_a;
+  long long gather_lda;
   int sms; /* CTAs to run (the SM budget); 0: every SM */
 } weft_gemm_hooks_t;
 

@@ -175,7 +175,15 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "and the experts' matrices (%d, %lld elements apart)", cfg->cluster,
                     cfg->splitk, h->group_rows, cfg->bm, h->group_experts, h->group_stride);
   /* the grouped epilogues (kernels/gemm/config.cuh, WEFT_GEMM_GATED and WEFT_GEMM_COMBINE) */
-  int gated = grouped && h->group_gated, combine = grouped && h->combine_entry;
+  int gated = grouped && h->group_gated, combine = grouped && h->combine_weights;
+  int gather = grouped && h->gather_a;
+  if ((combine || gather) && (!h->group_entry || h->group_topk < 1 ||
+                              (gather && (h->gather_lda < p->k || h->gather_lda % 8 ||
+                                          (uintptr_t)h->gather_a % 16))))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "gemm: the combine and the gathered A need the plan's row -> entry table and "
+                    "topk >= 1 (%d); gathered A's tokens 16-byte aligned with rows of a multiple "
+                    "of 8 elements, at least k (%lld)", h->group_topk, h->gather_lda);
   int half = wg_n(cfg) / 2;
   if (gated && (combine || p->n % 2 || half * out_size(p->out) < 128 ||
                 (!p->b_kmajor && half % 64)))
@@ -183,11 +191,10 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
                     "gemm: the gated epilogue needs gate and up halves (n %d even) and warpgroups "
                     "of %d columns whose half fills a staging box (%s B)", p->n, wg_n(cfg),
                     p->b_kmajor ? "[n, k]" : "[k, n]");
-  if (combine && (!h->combine_weights || h->combine_topk < 1 || p->n % 8 || p->ldc % 8))
+  if (combine && (p->n % 8 || p->ldc % 8))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
-                    "gemm: the combine epilogue needs the routing weights, topk >= 1 (%d) and "
-                    "16-byte rows of C (n %d, ldc %lld multiples of 8)", h->combine_topk, p->n,
-                    p->ldc);
+                    "gemm: the combine epilogue needs 16-byte rows of C (n %d, ldc %lld multiples "
+                    "of 8)", p->n, p->ldc);
   struct weft_gemm_kernel *g;
   int tail, tail_ks;
   WEFT_CHECK(weft_gemm_resolve(comm, p, &cfg, h, &tmp, &g, &tail, &tail_ks));
@@ -312,16 +319,19 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   const int *h_group_expert = grouped ? h->group_expert : NULL;
   const int *h_group_tiles = grouped ? h->group_tiles : NULL;
   int group_rows = grouped ? h->group_rows : 0;
-  /* params 42-44, the combine epilogue's (passed to every kernel as well) */
-  const int *comb_entry = combine ? h->combine_entry : NULL;
+  /* params 42-46, the combine epilogue's and the gathered A's (passed to every kernel) */
+  const int *g_entry = combine || gather ? h->group_entry : NULL;
   const void *comb_weights = combine ? h->combine_weights : NULL;
-  int comb_topk = combine ? h->combine_topk : 0;
+  int g_topk = combine || gather ? h->group_topk : 0;
+  const void *g_a = gather ? h->gather_a : NULL;
+  long long g_lda = gather ? h->gather_lda : 0;
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
                   &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c,
                   &tatail, &a_tail_rows, (void *)&h_group_expert, (void *)&h_group_tiles,
-                  &group_rows, (void *)&comb_entry, (void *)&comb_weights, &comb_topk};
+                  &group_rows, (void *)&g_entry, (void *)&comb_weights, &g_topk, (void *)&g_a,
+                  &g_lda};
   WEFT_TRACE("gemm %dx%dx%d: %dx%d tiles, %d stages, cluster %d, group %d, split-K %d (%d), tail %d, "
              "swap %d, %u CTAs, hooks: wait %d notify %d scatter %d ar %d", M, N, K, cfg->bm, cfg->bn,
              cfg->stages, cfg->cluster, cfg->group, cfg->splitk, ks, tail, cfg->swap_ab, lc.grid[0],

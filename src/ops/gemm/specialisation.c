@@ -60,7 +60,8 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (c->swap_ab) GEMM_DEFINE("C_T", 1);
   if (h && h->group_expert) GEMM_DEFINE("GROUPED", 1);
   if (h && h->group_expert && h->group_gated) GEMM_DEFINE("GATED", 1);
-  if (h && h->group_expert && h->combine_entry) {
+  if (h && h->group_expert && h->gather_a) GEMM_DEFINE("A_GATHER", 1);
+  if (h && h->group_expert && h->combine_weights) {
     GEMM_DEFINE("COMBINE", 1);
     GEMM_DEFINE("COMBINE_W", h->combine_wtype == WEFT_DTYPE_FP32   ? 2
                              : h->combine_wtype == WEFT_DTYPE_FP16 ? 1
@@ -93,7 +94,8 @@ static void kernel_key(const weft_gemm_problem_t *p, const weft_gemm_config_t *c
     k->ar_cols = k->ar_own && h->ar_cols;
     k->grouped = h->group_expert != NULL;
     k->gated = k->grouped && h->group_gated;
-    k->combine = k->grouped && h->combine_entry ? 1 + (int)h->combine_wtype : 0;
+    k->combine = k->grouped && h->combine_weights ? 1 + (int)h->combine_wtype : 0;
+    k->gather = k->grouped && h->gather_a != NULL;
   }
 }
 
