@@ -457,7 +457,7 @@ WEFT_API weft_status_t weft_alltoallv(weft_comm_t *comm, const void *sendbuf,
  * experts in order, each expert's rows contiguous and padded with empty rows to a multiple of
  * tile_rows, so that each tile row of tile_rows rows belongs to one expert: expert x's entries
  * are rows [offsets[x], offsets[x] + counts[x]), its padding up to offsets[x + 1]. Within an
- * expert the entries' order is unspecified (a row's product does not depend on it). All arrays
+ * expert the entries are in entry order (the same ids give the same plan every time). All arrays
  * are device memory, in the workspace weft_moe_route was given, and stay valid while it does. */
 typedef struct weft_moe_routing {
   int tokens, topk, experts, tile_rows;

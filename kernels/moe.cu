@@ -4,15 +4,19 @@
  * entries counted, laid out in rows padded per expert to the grouped GEMM's tile height, and every
  * tile row tagged with its expert (the dynamic tile mapping of TileLink, §4.1); then the tokens'
  * activations gathered into that row order. Three small kernels and the gather, no host sync in
- * between, so a CUDA graph captures the whole routing.
+ * between, so a CUDA graph captures the whole routing; no atomics decide a row, so the same ids
+ * give the same plan.
  *
- *   weft_moe_count   grid: each block counts its entries in shared memory, then adds its counts
- *                    into counts[] (zeroed by the launcher); an id outside [0, experts) is left
- *                    out and reported (first_bad, and the error record: WEFT_DEVICE_ERROR_INVALID)
- *   weft_moe_plan    one block: the padded offsets (a scan), the placement cursors, the tile
- *                    table, -1 in every padding row and past the rows in use; no tile rows at all
- *                    after a bad id, so that the GEMMs that follow compute and write nothing
- *   weft_moe_place   grid: each entry takes the next row of its expert (an atomic cursor)
+ *   weft_moe_count   a block a chunk of entries (kernels/moe.h, weft_moe_chunk): its counts per
+ *                    expert, kept for the chunk and added into counts[] (zeroed by the
+ *                    launcher); an id outside [0, experts) is left out and reported (first_bad,
+ *                    and the error record: WEFT_DEVICE_ERROR_INVALID)
+ *   weft_moe_plan    one block: the padded offsets (a scan), each chunk's first row of each
+ *                    expert, the tile table, -1 in every padding row and past the rows in use; no
+ *                    tile rows at all after a bad id, so that the GEMMs that follow compute and
+ *                    write nothing
+ *   weft_moe_place   a block a chunk: its entries in order, each the next row of its expert, so
+ *                    that every expert's rows hold its entries in entry order
  *   weft_moe_gather  grid: row r of out = the token row of entry row_entry[r] (zeros in padding)
  *   weft_moe_silu_mul, weft_moe_combine   the unfused steps of a layer between and after its
  *                    grouped GEMMs: the gated activation, and the top-k weighted sum into token order
@@ -21,13 +25,16 @@
 
 #include "kernels/moe.h"
 
-extern "C" __global__ void weft_moe_count(const int *ids, long long entries, int experts,
-                                          int *counts, int *first_bad) {
+/* Block b counts chunk b's entries [b * chunk, +chunk) per expert into chunk_counts[b][experts]
+ * (every expert, zeros too) and adds them into counts[] (zeroed by the launcher). */
+extern "C" __global__ void weft_moe_count(const int *ids, long long entries, long long chunk,
+                                          int experts, int *counts, int *chunk_counts,
+                                          int *first_bad) {
   extern __shared__ int hist[];
   for (int e = threadIdx.x; e < experts; e += blockDim.x) hist[e] = 0;
   __syncthreads();
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < entries;
-       i += (long long)gridDim.x * blockDim.x) {
+  const long long i0 = blockIdx.x * chunk, i1 = i0 + chunk < entries ? i0 + chunk : entries;
+  for (long long i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
     int e = ids[i];
     if ((unsigned)e < (unsigned)experts) {
       atomicAdd(&hist[e], 1);
@@ -37,13 +44,17 @@ extern "C" __global__ void weft_moe_count(const int *ids, long long entries, int
     }
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < experts; e += blockDim.x)
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) {
+    chunk_counts[(long long)blockIdx.x * experts + e] = hist[e];
     if (hist[e]) atomicAdd(&counts[e], hist[e]);
+  }
 }
 
+/* One block: the padded offsets (a scan), the tile table, -1 in every padding row and past the
+ * rows in use, and chunk_counts turned into each chunk's first row of each expert. */
 extern "C" __global__ void __launch_bounds__(WEFT_MOE_PLAN_THREADS)
-weft_moe_plan(const int *counts, int experts, int tile_rows, long long max_rows,
-              const int *first_bad, int *offsets, int *cursor, int *tile_expert, int *tiles,
+weft_moe_plan(const int *counts, int experts, int tile_rows, long long max_rows, int chunks,
+              const int *first_bad, int *offsets, int *chunk_counts, int *tile_expert, int *tiles,
               int *row_entry) {
   __shared__ long long part[WEFT_MOE_PLAN_THREADS];
   const int t = threadIdx.x, n = blockDim.x;
@@ -63,7 +74,14 @@ weft_moe_plan(const int *counts, int experts, int tile_rows, long long max_rows,
   long long row = part[t] - mine;
   for (int e = e0; e < e1; e++) {
     long long pad = weft_moe_padded(counts[e], tile_rows);
-    offsets[e] = (int)row, cursor[e] = (int)row;
+    offsets[e] = (int)row;
+    /* the chunks' bases: expert e's rows before chunk c hold the earlier chunks' entries */
+    int base = (int)row;
+    for (int c = 0; c < chunks; c++) {
+      int *cc = chunk_counts + (long long)c * experts + e, v = *cc;
+      *cc = base;
+      base += v;
+    }
     for (long long r = row / tile_rows; r < (row + pad) / tile_rows; r++) tile_expert[r] = e;
     for (long long r = row + counts[e]; r < row + pad; r++) row_entry[r] = -1;
     row += pad;
@@ -76,16 +94,34 @@ weft_moe_plan(const int *counts, int experts, int tile_rows, long long max_rows,
   for (long long r = total / tile_rows + t; r < max_rows / tile_rows; r += n) tile_expert[r] = -1;
 }
 
-extern "C" __global__ void weft_moe_place(const int *ids, long long entries, int experts,
-                                          int *cursor, int *row_entry, int *entry_row) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < entries;
-       i += (long long)gridDim.x * blockDim.x) {
-    int e = ids[i], r = -1;
-    if ((unsigned)e < (unsigned)experts) {
-      r = atomicAdd(&cursor[e], 1);
-      row_entry[r] = (int)i;
+/* Block b places chunk b's entries in entry order: a warp at a time, each lane's row its
+ * expert's next one (from the chunk's base) plus the lanes before it with the same expert. */
+extern "C" __global__ void weft_moe_place(const int *ids, long long entries, long long chunk,
+                                          int experts, const int *chunk_base, int *row_entry,
+                                          int *entry_row) {
+  extern __shared__ int next[];
+  for (int e = threadIdx.x; e < experts; e += blockDim.x)
+    next[e] = chunk_base[(long long)blockIdx.x * experts + e];
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const long long i0 = blockIdx.x * chunk, i1 = i0 + chunk < entries ? i0 + chunk : entries;
+  for (long long pass = i0; pass < i1; pass += blockDim.x) {
+    for (int w = 0; w < warps; w++) {
+      if (warp == w) {
+        const long long i = pass + threadIdx.x;
+        const int e = i < i1 ? ids[i] : -1, valid = (unsigned)e < (unsigned)experts;
+        const unsigned same = __match_any_sync(0xffffffffu, valid ? e : -1);
+        int r = -1;
+        if (valid) {
+          r = next[e] + __popc(same & ((1u << lane) - 1u));
+          row_entry[r] = (int)i;
+        }
+        if (i < i1) entry_row[i] = r;
+        __syncwarp();
+        if (valid && lane == __ffs(same) - 1) next[e] += __popc(same);
+      }
+      __syncthreads();
     }
-    entry_row[i] = r;
   }
 }
 

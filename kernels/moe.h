@@ -10,8 +10,9 @@
  * that every tile row of tile_rows rows belongs to exactly one expert and the grouped GEMM needs
  * no per-row expert test. Expert e's rows are [offsets[e], offsets[e] + counts[e]), its padding
  * up to offsets[e + 1] = offsets[e] + round_up(counts[e], tile_rows); tile row i belongs to
- * expert tile_expert[i]. Within an expert the entries' order is unspecified (the kernels place
- * them with atomics): a row's product does not depend on its position, so results do not either.
+ * expert tile_expert[i]. Within an expert the entries are in entry order (token by token): the
+ * plan of the same ids is the same every time, and the rows of tokens gathered rank after rank
+ * (AllGather + MoE) come rank after rank within each expert.
  */
 #ifndef WEFT_KERNELS_MOE_H
 #define WEFT_KERNELS_MOE_H
@@ -28,6 +29,23 @@
 /* The tile heights a plan pads to: the grouped GEMM's tile rows. */
 #define WEFT_MOE_TILE_ROWS_MIN 16
 #define WEFT_MOE_TILE_ROWS_MAX 256
+
+/* Entries per chunk of the placement (kernels/moe.cu): each chunk's block counts its entries
+ * per expert, and places them in order from its experts' bases (the rows its chunk's
+ * predecessors left), so that every expert's rows hold its entries in entry order. At least
+ * WEFT_MOE_CHUNK_MIN entries a chunk, and at most WEFT_MOE_CHUNKS_MAX chunks: the workspace holds
+ * a count per chunk and expert. */
+#define WEFT_MOE_CHUNK_MIN 1024
+#define WEFT_MOE_CHUNKS_MAX 256
+WEFT_MOE_HD long long weft_moe_chunk(long long entries) {
+  long long per = (entries + WEFT_MOE_CHUNKS_MAX - 1) / WEFT_MOE_CHUNKS_MAX;
+  per = (per + WEFT_MOE_CHUNK_MIN - 1) / WEFT_MOE_CHUNK_MIN * WEFT_MOE_CHUNK_MIN;
+  return per > WEFT_MOE_CHUNK_MIN ? per : WEFT_MOE_CHUNK_MIN;
+}
+WEFT_MOE_HD long long weft_moe_chunks(long long entries) {
+  long long per = weft_moe_chunk(entries);
+  return (entries + per - 1) / per;
+}
 
 /* The most rows a plan of these sizes can use: every entry once, plus at most tile_rows - 1
  * padding rows for each expert that holds an entry (at most min(experts, entries) of them). The

@@ -31,10 +31,11 @@ void weft_moe_destroy(weft_comm_t *comm) {
 }
 
 /* The workspace, in order, each array MOE_ALIGN-aligned: counts [experts], offsets [experts + 1],
- * the placement cursors [experts], first_bad [1], tiles [1], tile_expert [max tiles], row_entry
- * [max rows], entry_row [entries]; *bytes in all (the offsets with base 0). */
+ * the chunks' counts and then bases [chunks][experts] (kernels/moe.h, weft_moe_chunks), first_bad
+ * [1], tiles [1], tile_expert [max tiles], row_entry [max rows], entry_row [entries]; *bytes in all
+ * (the offsets with base 0). */
 typedef struct moe_layout {
-  size_t counts, offsets, cursor, first_bad, tiles, tile_expert, row_entry, entry_row, bytes;
+  size_t counts, offsets, chunk_counts, first_bad, tiles, tile_expert, row_entry, entry_row, bytes;
 } moe_layout_t;
 
 static void moe_layout(int experts, long long max_rows, long long max_tiles, long long entries,
@@ -45,7 +46,7 @@ static void moe_layout(int experts, long long max_rows, long long max_tiles, lon
   at += ((size_t)(count) * sizeof(int) + MOE_ALIGN - 1) / MOE_ALIGN * MOE_ALIGN;
   MOE_PLACE(counts, experts)
   MOE_PLACE(offsets, experts + 1)
-  MOE_PLACE(cursor, experts)
+  MOE_PLACE(chunk_counts, weft_moe_chunks(entries) * experts)
   MOE_PLACE(first_bad, 1)
   MOE_PLACE(tiles, 1)
   MOE_PLACE(tile_expert, max_tiles)
@@ -113,29 +114,32 @@ weft_status_t weft_moe_route(weft_comm_t *comm, const int32_t *topk_ids, int tok
                           (int *)(w + l.counts), (int *)(w + l.offsets), (int *)(w + l.row_entry),
                           (int *)(w + l.entry_row), (int *)(w + l.tile_expert),
                           (int *)(w + l.tiles)};
-  int *cursor = (int *)(w + l.cursor), *first_bad = (int *)(w + l.first_bad);
+  int *chunk_counts = (int *)(w + l.chunk_counts), *first_bad = (int *)(w + l.first_bad);
   weft_ops_t *o = comm->ops;
   CUstream s = (CUstream)stream;
   WEFT_CU(comm, cuMemsetD32Async((CUdeviceptr)(uintptr_t)r.counts, 0, (size_t)experts, s));
   WEFT_CU(comm, cuMemsetD32Async((CUdeviceptr)(uintptr_t)first_bad, 0xffffffffu, 1, s));
 
+  /* a block a chunk (counts, then places), each with its experts' counters in shared memory */
+  long long chunk = weft_moe_chunk(entries);
+  int chunks = (int)weft_moe_chunks(entries);
   weft_launch_config_t cfg = WEFT_LAUNCH_CONFIG_INIT;
-  cfg.grid[0] = moe_grid(comm, entries);
+  cfg.grid[0] = (unsigned)chunks;
   cfg.block[0] = MOE_THREADS;
   cfg.shared_bytes = (size_t)experts * sizeof(int);
-  void *count_args[] = {(void *)&topk_ids, &entries, &experts, &r.counts, &first_bad};
-  WEFT_CHECK(weft_kernel_launch(o->moe_count, &cfg, count_args, stream));
+  void *count_args[] = {(void *)&topk_ids, &entries, &chunk, &experts, &r.counts, &chunk_counts,
+                        &first_bad};
+  if (chunks) WEFT_CHECK(weft_kernel_launch(o->moe_count, &cfg, count_args, stream));
 
   weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
   one.block[0] = WEFT_MOE_PLAN_THREADS;
-  void *plan_args[] = {&r.counts, &experts, &tile_rows, &max_rows, &first_bad, &r.offsets,
-                       &cursor, &r.tile_expert, &r.tiles, &r.row_entry};
+  void *plan_args[] = {&r.counts, &experts, &tile_rows, &max_rows, &chunks, &first_bad,
+                       &r.offsets, &chunk_counts, &r.tile_expert, &r.tiles, &r.row_entry};
   WEFT_CHECK(weft_kernel_launch(o->moe_plan, &one, plan_args, stream));
 
-  cfg.shared_bytes = 0;
-  void *place_args[] = {(void *)&topk_ids, &entries, &experts, &cursor, &r.row_entry,
-                        &r.entry_row};
-  WEFT_CHECK(weft_kernel_launch(o->moe_place, &cfg, place_args, stream));
+  void *place_args[] = {(void *)&topk_ids, &entries, &chunk, &experts, &chunk_counts,
+                        &r.row_entry, &r.entry_row};
+  if (chunks) WEFT_CHECK(weft_kernel_launch(o->moe_place, &cfg, place_args, stream));
   *routing = r;
   return WEFT_STATUS_SUCCESS;
 }

@@ -89,8 +89,8 @@ int main(void) {
                                                                  &bytes, &max_rows),
                   WEFT_STATUS_SUCCESS);
     long long entries = (long long)tokens * topk;
-    size_t ints = (size_t)experts * 3 + 1 + 2 + (size_t)(max_rows / tile) + (size_t)max_rows +
-                  (size_t)entries;
+    size_t ints = (size_t)experts * 2 + 1 + (size_t)(weft_moe_chunks(entries) * experts) + 2 +
+                  (size_t)(max_rows / tile) + (size_t)max_rows + (size_t)entries;
     EXPECT(max_rows == weft_moe_max_rows(tokens, topk, experts, tile), "max_rows %lld", max_rows);
     EXPECT(bytes >= ints * sizeof(int) && bytes <= ints * sizeof(int) + 8 * 256 && bytes % 256 == 0,
            "%d tokens x %d of %d experts, tile %d: %zu bytes for %zu ints", tokens, topk, experts,

@@ -3,9 +3,9 @@
  * the same routing: for uniform, skewed, all-to-one-expert, mostly-empty and one-entry-each
  * routings, token counts that are no multiple of the tile, tile heights 16 to 256 and up to 4096
  * experts: every expert's count and padded offset, the tile table (and -1 past it), every row's
- * entry (each expert's rows hold exactly its entries, padding and the rows past the end -1),
- * entry_row the inverse of row_entry, and every gathered row bit for bit (zeros in padding, the
- * rows past the end untouched); the workspace and the output poisoned before each call. Then an
+ * entry (each expert's rows hold exactly its entries, in entry order; padding and the rows past
+ * the end -1), entry_row the inverse of row_entry, and every gathered row bit for bit (zeros in
+ * padding, the rows past the end untouched); the workspace and the output poisoned before each call. Then an
  * expert id out of range (the plan empty, that entry -1, WEFT_STATUS_INVALID_ARGUMENT once, the
  * communicator usable), and the routing and gather captured in a CUDA graph, replayed on new ids.
  */
@@ -135,7 +135,10 @@ static int run_case(weft_comm_t *comm, const moe_case_t *c, unsigned long long *
         if (q < offsets[e] + want[e])
           bad = !EXPECT(en >= 0 && en < entries && ids[en] == e && !seen[en]++ && entry_row[en] == q,
                         "expert %d row %lld holds entry %d (its expert %d, row %d)", e, q, en,
-                        en >= 0 && en < entries ? ids[en] : -2, en >= 0 && en < entries ? entry_row[en] : -2);
+                        en >= 0 && en < entries ? ids[en] : -2, en >= 0 && en < entries ? entry_row[en] : -2) ||
+                !EXPECT(q == offsets[e] || row_entry[q - 1] < en,
+                        "expert %d row %lld holds entry %d after entry %d (not in entry order)", e,
+                        q, en, row_entry[q - 1]);
         else
           bad = !EXPECT(en == -1, "padding row %lld of expert %d holds %d", q, e, en);
       }
