@@ -641,6 +641,27 @@ WEFT_API weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_ga
                                     weft_dtype_t in, weft_dtype_t out, weft_gemm_layout_t layout,
                                     weft_algo_t algo, weft_stream_t stream);
 
+/* AllGather + MoE: the first half of a tensor-parallel MoE layer (column-parallel experts: each
+ * rank holds every expert's share of the intermediate columns), its tokens sharded over the ranks
+ * of one node. x: this rank's m tokens [m, k] contiguous (any device memory, or x_gathered + rank
+ * * m * k: in place); x_gathered: [world * m, k] from weft_malloc (symmetric), every rank's
+ * tokens in rank order after the call; routing: the plan of all world * m tokens (weft_moe_route
+ * of the ranks' topk_ids gathered in rank order, e.g. by weft_allgather: the same plan on every
+ * rank); w and act as weft_grouped_gemm_silu_mul's b and c (each expert's gate and up rows of
+ * this rank's inter columns; act [routing->max_rows, inter], row stride ldact): act = the gated
+ * activation of the gathered tokens' grouped GEMM. Overlapped (WEFT_ALGO_COPY_ENGINE; AUTO where
+ * m * topk, the GEMM's rows a rank, is at least WEFT_OVERLAP_MIN_ROWS): the copy engines gather
+ * the tokens while the grouped GEMM runs, each tile of it waiting only for the ranks whose tokens
+ * its rows hold (TileLink, §4.1: a dynamic tile mapping). Sequential: weft_allgather, then the
+ * GEMM. Collective; every rank passes the same m, k, inter, dtypes, layout and algo, and the same
+ * plan. Ranks that share a GPU have no copy-engine form (as weft_ag_gemm). */
+WEFT_API weft_status_t weft_ag_moe(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                   const void *x, void *x_gathered, const void *w, int ldw,
+                                   long long w_stride, void *act, int ldact, int m, int inter,
+                                   int k, weft_dtype_t in, weft_dtype_t out,
+                                   weft_gemm_layout_t layout, weft_algo_t algo,
+                                   weft_stream_t stream);
+
 /* GEMM + ReduceScatter: rank r's c[m / world, n] = the sum over ranks of rows
  * [r * m / world, (r + 1) * m / world) of their A[m, k] op(B), with k this rank's share of the
  * reduction dimension. m must be a multiple of world. a: [m, k] row stride lda; b: [n, k] or

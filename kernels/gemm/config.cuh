@@ -145,6 +145,14 @@
  *                        copies land (cp.async.mbarrier.arrive.noinc: the barrier counts 1 + 128
  *                        arrivals); thread 0 also loads B by TMA. The consumers fence the
  *                        generic proxy's writes before their wgmmas read them. tm_a is unused
+ *   WEFT_GEMM_GROUP_WAIT [0] 1 (A_GATHER): AllGather + MoE's wait. Before a tile's loads,
+ *                        producer thread 0 waits until wait_signals[s] >= wait_expected (params
+ *                        9, 11) for every rank s whose tokens the tile's rows hold (token t is
+ *                        rank t / wait_rows_per_signal's, param 10; the plan holds each expert's
+ *                        entries in token order, so they are the ranks from its first row's to
+ *                        its last entry row's), then the warpgroup goes on together (named
+ *                        barrier 1). A timed-out wait reports "ag_moe tile <t>" with the rank as
+ *                        signal and traps; an abort reports and goes on (the results void)
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +
@@ -300,6 +308,9 @@
 #ifndef WEFT_GEMM_A_GATHER
 #define WEFT_GEMM_A_GATHER 0
 #endif
+#ifndef WEFT_GEMM_GROUP_WAIT
+#define WEFT_GEMM_GROUP_WAIT 0
+#endif
 #ifndef WEFT_GEMM_AR_SUMMERS
 #define WEFT_GEMM_AR_SUMMERS 0
 #endif
@@ -421,6 +432,9 @@
 #endif
 #if WEFT_GEMM_A_GATHER && !WEFT_GEMM_GROUPED
 #error "WEFT_GEMM_A_GATHER is a load of the grouped kernel"
+#endif
+#if WEFT_GEMM_GROUP_WAIT && !WEFT_GEMM_A_GATHER
+#error "WEFT_GEMM_GROUP_WAIT is the wait of the grouped kernel's gathered loads"
 #endif
 #if WEFT_GEMM_GATED && !WEFT_GEMM_B_KMAJOR && (WEFT_GEMM_WG_N / 2) % 64
 #error "WEFT_GEMM_GATED with [K,N] B needs WG_N / 2 a multiple of 64 (whole boxes of B)"

@@ -39,7 +39,7 @@ __device__ __forceinline__ void weft_gemm_notify_relaxed(u64 *ctr, u64 n) {
                : "memory");
 }
 
-#if WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_AR_OWN
+#if WEFT_GEMM_HOOK_WAIT || WEFT_GEMM_AR_OWN || WEFT_GEMM_GROUP_WAIT
 /* The runtime's state block (weft/device.cuh declares it for the device library, which this
  * kernel does not include): the rank and the node's abort word, for the waits below. */
 __constant__ weft_device_state_t weft_state;
@@ -95,6 +95,8 @@ __device__ __noinline__ void weft_gemm_report(weft_device_error_t *e, unsigned s
   e->observed = observed;
 #if WEFT_GEMM_HOOK_WAIT
   const char *pre = "ag_gemm tile ";
+#elif WEFT_GEMM_GROUP_WAIT
+  const char *pre = "ag_moe tile ";
 #else
   const char *pre = "gemm_ar tile ";
 #endif

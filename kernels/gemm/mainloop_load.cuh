@@ -7,7 +7,9 @@
  * barrier), sets the stage's full barrier to expect the stage's bytes and issues the TMA loads
  * of A's and B's boxes onto it: in a 2x1 cluster each CTA loads half of B and multicasts it to
  * both; [K,N] B and [K,M] A come as boxes of 64 x 64. WEFT_GEMM_GATED's B columns come from
- * both halves of B, each warpgroup block's gate columns then its up columns.
+ * both halves of B, each warpgroup block's gate columns then its up columns. WEFT_GEMM_A_GATHER:
+ * the whole producer warpgroup gathers A's rows from the tokens by cp.async, after the tile's
+ * ranks have arrived (WEFT_GEMM_GROUP_WAIT).
  *
  * Included in the producer thread's loop over work items, after the item's w is decoded. Uses the
  * kernel's M, N, tm_a, tm_a_own, tm_a_tail, a_tail_rows, a_own_row0, tm_b and WEFT_GEMM_IS_OWN, the
@@ -46,6 +48,22 @@ const u32 stage_tx = a_tail ? (u32)a_tail_rows * (WEFT_GEMM_BK * 2) + WEFT_GEMM_
 #endif
 #if WEFT_GEMM_GROUPED
 const int expert = group_expert[w.m0 / group_rows];
+#endif
+#if WEFT_GEMM_GROUP_WAIT
+/* the ranks whose tokens the tile holds, from its first row's to its last entry row's (a tile of
+ * padding only waits for none); the warpgroup loads once thread 0 has seen them all */
+if (tid == 0) {
+  int r0 = w.m0, r1 = w.m0 + WEFT_GEMM_BM - 1;
+  while (r1 >= r0 && row_entry[r1] < 0) r1--;
+  const int per = wait_rows_per_signal * topk; /* a rank's entries */
+  for (int s = r1 >= r0 ? row_entry[r0] / per : 0; r1 >= r0 && s <= row_entry[r1] / per; s++) {
+    u64 seen = 0;
+    const unsigned st = weft_gemm_wait_signal(wait_signals + s, wait_expected, timeout_ns, &seen, 1);
+    if (st) weft_gemm_report(error, st, w.tile, s, s, wait_expected, seen);
+    if (st == WEFT_DEVICE_ERROR_TIMEOUT) asm volatile("trap;");
+  }
+}
+weft_gemm_named_sync(1, 128);
 #endif
 #if WEFT_GEMM_A_GATHER
 /* this thread's 16-byte piece ga_ch of the tile's rows ga_row + 16 i, and their tokens (-1: a

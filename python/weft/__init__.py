@@ -602,6 +602,41 @@ class Comm:
                              ctypes.c_void_p(self._ptr(weights, "weights")),
                              _dtype(weights.dtype), stream=stream)
 
+    def ag_moe(self, plan, x, w, out=None, gathered=None, layout="nk", algo="auto",
+               out_dtype=None, stream=None):
+        """AllGather + MoE, a tensor-parallel MoE layer's first half: every rank's tokens x
+        [m, k] gathered in rank order while the gated grouped GEMM over them runs (the
+        activation of grouped_gemm_silu_mul with this rank's w [experts, 2 * inter, k] or
+        [experts, k, 2 * inter]); plan: moe_route of every rank's ids gathered in rank order
+        (world * m tokens). out: [plan.max_rows, inter]. gathered: a symmetric [world * m, k]
+        tensor that receives the tokens (default: a buffer kept by the communicator)."""
+        m, k = x.shape
+        if plan.tokens != self.world_size * m:
+            raise ValueError(f"ag_moe: the plan routes {plan.tokens} tokens, not {self.world_size}"
+                             f" x {m}")
+        if gathered is None:
+            gathered = self._scratch_buffer("ag_gemm", self._gathered_bytes(m, k, x.element_size()))
+        else:
+            self._same(gathered, x, "ag_moe's gathered")
+            self._numel(gathered, self.world_size * m * k, "ag_moe's gathered")
+        if w.dim() != 3 or w.shape[0] != plan.experts or w.stride(2) != 1:
+            raise ValueError(f"w must be [{plan.experts}, ., .] with contiguous rows, not "
+                             f"{tuple(w.shape)}")
+        wide = w.shape[1] if layout == "nk" else w.shape[2]
+        if wide % 2:
+            raise ValueError(f"w's gate and up halves: an even width, not {tuple(w.shape)}")
+        self._same(x, w, "x and w")
+        odt = out_dtype or (out.dtype if out is not None else x.dtype)
+        out = self._out(out, (plan.max_rows, wide // 2), odt, "ag_moe's out")
+        pc, ldc = self._matrix(out, "out")
+        self._call("weft_ag_moe", plan.pointer(), ctypes.c_void_p(self._ptr(x, "x")),
+                   ctypes.c_void_p(self._ptr(gathered, "gathered")),
+                   ctypes.c_void_p(self._ptr(w, "w", contiguous=False)), w.stride(1),
+                   ctypes.c_longlong(w.stride(0)), ctypes.c_void_p(pc), ldc, m, wide // 2, k,
+                   _dtype(x.dtype), _dtype(odt), _enum(LAYOUTS, layout, "layout"),
+                   _enum(ALGOS, algo, "algo"), self._stream(stream))
+        return out
+
     def moe_silu_mul(self, plan, gate_up, out=None, stream=None):
         """out[plan.max_rows, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:] for the plan's
         rows in use (gate columns first), in fp32, rounded once; bf16, fp16 or fp32."""

@@ -90,6 +90,8 @@ PROTOTYPES = {
     "weft_alltoallv": (_st, [_p, _p, _psz, _psz, _p, _psz, _psz, _i, _i, _p]),
     "weft_gemm": (_st, [_p, _p, _i, _p, _i, _p, _i, _i, _i, _i, _i, _i, _i, _p]),
     "weft_ag_gemm": (_st, [_p, _p, _p, _p, _i, _p, _i, _i, _i, _i, _i, _i, _i, _i, _p]),
+    "weft_ag_moe": (_st, [_p, _p, _p, _p, _p, _i, ctypes.c_longlong, _p, _i, _i, _i, _i, _i, _i, _i,
+                          _i, _p]),
     "weft_gemm_rs": (_st, [_p, _p, _i, _p, _i, _p, _p, _i, _i, _i, _i, _i, _i, _i, _p]),
     "weft_gemm_rs_workspace_size": (_st, [_p, _i, _i, _i, _psz]),
     "weft_gemm_ar": (_st, [_p, _p, _i, _p, _i, _p, _p, _i, _i, _i, _i, _i, _i, _i, _p]),

@@ -30,6 +30,7 @@
 #include "../runtime/loader.h"
 #include "gemm/gemm.h"
 #include "kernels/swizzle.h"
+#include "tp.h"
 
 weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
   return weft_malloc(comm, WEFT_MAX_LOCAL_RANKS * sizeof(uint64_t),
@@ -38,31 +39,13 @@ weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
 
 void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go with the heap */ }
 
-static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
-                                        const weft_ops_plan_t *plan, int m, const char *a, char *ag,
-                                        const void *b, void *c, CUstream stream) {
+weft_status_t weft_ag_overlapped(weft_comm_t *comm, const char *a, char *ag, size_t bytes,
+                                 int own, weft_ag_launch_fn launch, const void *ctx,
+                                 CUstream stream) {
   weft_ops_t *o = comm->ops;
   int me = comm->local_rank, world = comm->local_world;
-  size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
   char *slot = ag + (size_t)me * bytes;
   CUstream side = o->side;
-  weft_gemm_config_t cfg;
-  weft_ops_gemm_config(comm, p, plan, &cfg);
-  weft_gemm_hooks_t h;
-  memset(&h, 0, sizeof h);
-  /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
-   * the kernel's grouped order computes from its first tile-row. */
-  h.rotate_m = weft_swizzle_ag_row(0, me, world, m, cfg.bm * cfg.cluster, 1);
-  h.wait_signals = o->ag_gemm_sig;
-  h.wait_rows = m;
-  h.wait_expected = 1;
-  /* The GEMM reads the own rows from a where no tile straddles them (a tile of them would
-   * otherwise wait on the own slot's copy, queued behind the pushes) and a takes a tensor map
-   * (16-byte aligned: a copy takes any a, a map would fail only once the pushes are queued).
-   * Before, their copy into the slot preceded the GEMM: 32 MiB at 8192x29568x8192 on 4 ranks. */
-  int own = a != slot && m % cfg.bm == 0 && (uintptr_t)a % 16 == 0;
-  if (own) h.a_own = a, h.a_own_row0 = me * m, h.a_own_rows = m;
-  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before anything it waits for is queued */
   WEFT_CHECK(weft_stream_barrier(comm, (weft_stream_t)stream));
   /* Otherwise the own rows before the GEMM, in stream order: a copy within one GPU may be done
    * by a kernel, which could not start beside the GEMM that waits for it. */
@@ -80,11 +63,54 @@ static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_probl
   }
   /* (last: nothing waits for it but the join, whether an engine or a kernel copies it) */
   if (own) WEFT_CU(comm, cuMemcpyAsync((CUdeviceptr)(uintptr_t)slot, (CUdeviceptr)(uintptr_t)a, bytes, side));
-  WEFT_CHECK(weft_gemm_launch(comm, p, &cfg, &h, ag, b, c, stream));
+  WEFT_CHECK(launch(comm, ctx, stream));
   WEFT_CHECK(weft_ops_join(comm, stream));
   WEFT_CU(comm, cuMemsetD8Async((CUdeviceptr)(uintptr_t)o->ag_gemm_sig, 0,
                                 (size_t)world * sizeof(uint64_t), stream));
   return WEFT_STATUS_SUCCESS;
+}
+
+/* The overlapped call's GEMM (a weft_ag_launch_fn) */
+typedef struct ag_gemm_launch {
+  const weft_gemm_problem_t *p;
+  const weft_gemm_config_t *cfg;
+  const weft_gemm_hooks_t *h;
+  const char *ag;
+  const void *b;
+  void *c;
+} ag_gemm_launch_t;
+
+static weft_status_t ag_gemm_launch(weft_comm_t *comm, const void *ctx, CUstream stream) {
+  const ag_gemm_launch_t *x = ctx;
+  return weft_gemm_launch(comm, x->p, x->cfg, x->h, x->ag, x->b, x->c, stream);
+}
+
+static weft_status_t ag_gemm_overlapped(weft_comm_t *comm, const weft_gemm_problem_t *p,
+                                        const weft_ops_plan_t *plan, int m, const char *a, char *ag,
+                                        const void *b, void *c, CUstream stream) {
+  weft_ops_t *o = comm->ops;
+  int me = comm->local_rank, world = comm->local_world;
+  size_t bytes = (size_t)m * (size_t)p->k * weft_dtype_size(p->in);
+  char *slot = ag + (size_t)me * bytes;
+  weft_gemm_config_t cfg;
+  weft_ops_gemm_config(comm, p, plan, &cfg);
+  weft_gemm_hooks_t h;
+  memset(&h, 0, sizeof h);
+  /* With arrivals rank, rank + 1, ... the order is a rotation of the cluster tile-rows, which
+   * the kernel's grouped order computes from its first tile-row. */
+  h.rotate_m = weft_swizzle_ag_row(0, me, world, m, cfg.bm * cfg.cluster, 1);
+  h.wait_signals = o->ag_gemm_sig;
+  h.wait_rows = m;
+  h.wait_expected = 1;
+  /* The GEMM reads the own rows from a where no tile straddles them (a tile of them would
+   * otherwise wait on the own slot's copy, queued behind the pushes) and a takes a tensor map
+   * (16-byte aligned: a copy takes any a, a map would fail only once the pushes are queued).
+   * Before, their copy into the slot preceded the GEMM: 32 MiB at 8192x29568x8192 on 4 ranks. */
+  int own = a != slot && m % cfg.bm == 0 && (uintptr_t)a % 16 == 0;
+  if (own) h.a_own = a, h.a_own_row0 = me * m, h.a_own_rows = m;
+  WEFT_CHECK(weft_gemm_prepare(comm, p, &cfg, &h)); /* before anything it waits for is queued */
+  ag_gemm_launch_t x = {p, &cfg, &h, ag, b, c};
+  return weft_ag_overlapped(comm, a, ag, bytes, own, ag_gemm_launch, &x, stream);
 }
 
 /* One call's arguments (checked), for the autotuner's trials. */

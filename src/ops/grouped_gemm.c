@@ -7,20 +7,16 @@
  * (WEFT_GEMM_A_GATHER) and adds the gated epilogue (WEFT_GEMM_GATED), weft_grouped_gemm_combine
  * the top-k combine (WEFT_GEMM_COMBINE).
  */
-#include "ops.h"
+#include "grouped.h"
 
 #include "../runtime/comm.h"
 #include "../runtime/loader.h"
-#include "gemm/gemm.h"
 
-/* What the three entry points share. a, lda: A in the plan's rows, or with h->gather_a the
- * tokens; n: B's columns (the gated form's gate and up); c_cols: C's columns, c_rows its rows (the
- * combine's C holds the tokens' rows); h: the options' hooks. */
-static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *a,
-                             int lda, const void *b, int ldb, long long b_stride, void *c,
-                             int ldc, int n, int c_cols, int c_rows, int k, weft_dtype_t in,
-                             weft_dtype_t out, weft_gemm_layout_t layout, weft_gemm_hooks_t *h,
-                             weft_stream_t stream) {
+weft_status_t weft_grouped_setup(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                 const void *a, int lda, const void *b, int ldb,
+                                 long long b_stride, void *c, int ldc, int n, int c_cols,
+                                 int c_rows, int k, weft_dtype_t in, weft_dtype_t out,
+                                 weft_gemm_layout_t layout, weft_grouped_call_t *call) {
   WEFT_CHECK(weft_comm_check(comm));
   WEFT_ARG(comm, routing, "routing is NULL");
   WEFT_ARG(comm, layout == WEFT_GEMM_LAYOUT_NK || layout == WEFT_GEMM_LAYOUT_KN,
@@ -34,34 +30,55 @@ static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routin
   WEFT_ARG(comm, (long long)ldc * weft_dtype_size(out) % 16 == 0,
            "ldc %d: C's rows must be multiples of 16 bytes (TMA stores)", ldc);
   /* (C's width is c_cols, checked above; the GEMM's check of ldc against n is B's width) */
-  weft_gemm_problem_t p = {(int)routing->max_rows, n, k, lda, ldb, ldc > n ? ldc : n, in, out,
-                           layout == WEFT_GEMM_LAYOUT_NK, 0};
-  WEFT_CHECK(weft_gemm_problem_check(comm, &p, a, b, c));
-  p.ldc = ldc;
+  weft_gemm_problem_t *p = &call->p;
+  *p = (weft_gemm_problem_t){(int)routing->max_rows, n, k, lda, ldb, ldc > n ? ldc : n, in, out,
+                             layout == WEFT_GEMM_LAYOUT_NK, 0};
+  WEFT_CHECK(weft_gemm_problem_check(comm, p, a, b, c));
+  p->ldc = ldc;
   /* one expert's matrix: rows of ldb elements ([n, k]: n rows of k; [k, n]: k rows of n) */
-  long long rows = p.b_kmajor ? n : k, cols = p.b_kmajor ? k : n;
+  long long rows = p->b_kmajor ? n : k, cols = p->b_kmajor ? k : n;
   long long matrix = n ? (rows - 1) * (long long)ldb + cols : 0;
   WEFT_ARG(comm, b_stride % 8 == 0 && b_stride >= matrix,
            "b_stride %lld: a multiple of 8 elements, at least one expert's matrix (%lld)",
            b_stride, matrix);
-  if (h->combine_weights && c_rows > 0 && c_cols > 0) { /* the sums start from zero */
-    size_t es = weft_dtype_size(out), pitch = (size_t)ldc * es;
-    CUdeviceptr dc = (CUdeviceptr)(uintptr_t)c;
-    if (es == 4)
-      WEFT_CU(comm, cuMemsetD2D32Async(dc, pitch, 0, (size_t)c_cols, (size_t)c_rows,
-                                       (CUstream)stream));
-    else
-      WEFT_CU(comm, cuMemsetD2D16Async(dc, pitch, 0, (size_t)c_cols, (size_t)c_rows,
-                                       (CUstream)stream));
-  }
-  if (p.m == 0 || n == 0) return WEFT_STATUS_SUCCESS;
-  weft_gemm_config_t cfg;
-  weft_gemm_config_grouped(&p, routing->tile_rows, h->group_gated, &cfg);
+  weft_gemm_hooks_t *h = &call->h;
+  weft_gemm_config_grouped(p, routing->tile_rows, h->group_gated, &call->cfg);
   h->group_expert = routing->tile_expert, h->group_tiles = routing->tiles;
   h->group_rows = routing->tile_rows, h->group_experts = routing->experts;
   h->group_stride = b_stride;
   h->group_entry = routing->row_entry, h->group_topk = routing->topk;
-  return weft_gemm_launch(comm, &p, &cfg, h, a, b, c, (CUstream)stream);
+  call->a = a, call->b = b, call->c = c, call->c_cols = c_cols, call->c_rows = c_rows;
+  return WEFT_STATUS_SUCCESS;
+}
+
+weft_status_t weft_grouped_launch(weft_comm_t *comm, const weft_grouped_call_t *call,
+                                  CUstream stream) {
+  const weft_gemm_problem_t *p = &call->p;
+  if (call->h.combine_weights && call->c_rows > 0 && call->c_cols > 0) { /* sums start at 0 */
+    size_t es = weft_dtype_size(p->out), pitch = (size_t)p->ldc * es;
+    CUdeviceptr dc = (CUdeviceptr)(uintptr_t)call->c;
+    if (es == 4)
+      WEFT_CU(comm, cuMemsetD2D32Async(dc, pitch, 0, (size_t)call->c_cols, (size_t)call->c_rows,
+                                       stream));
+    else
+      WEFT_CU(comm, cuMemsetD2D16Async(dc, pitch, 0, (size_t)call->c_cols, (size_t)call->c_rows,
+                                       stream));
+  }
+  if (p->m == 0 || p->n == 0) return WEFT_STATUS_SUCCESS;
+  return weft_gemm_launch(comm, p, &call->cfg, &call->h, call->a, call->b, call->c, stream);
+}
+
+/* The entry points' setup and launch, h the options' hooks (the rest zero). */
+static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *a,
+                             int lda, const void *b, int ldb, long long b_stride, void *c,
+                             int ldc, int n, int c_cols, int c_rows, int k, weft_dtype_t in,
+                             weft_dtype_t out, weft_gemm_layout_t layout,
+                             const weft_gemm_hooks_t *h, weft_stream_t stream) {
+  weft_grouped_call_t call;
+  call.h = *h;
+  WEFT_CHECK(weft_grouped_setup(comm, routing, a, lda, b, ldb, b_stride, c, ldc, n, c_cols,
+                                c_rows, k, in, out, layout, &call));
+  return weft_grouped_launch(comm, &call, (CUstream)stream);
 }
 
 weft_status_t weft_grouped_gemm(weft_comm_t *comm, const weft_moe_routing_t *routing,

@@ -2,8 +2,9 @@
  * tp.h — what the tensor-parallel GEMM ops share: GEMM + AllReduce (gemm_ar.c) is GEMM +
  * ReduceScatter (gemm_rs.c) with the reduced segment stored into every rank's c, so it takes
  * GEMM + ReduceScatter's argument checks, workspace and copy-engine form from gemm_rs.c, and
- * GEMM + ReduceScatter sizes its workspace for GEMM + AllReduce's SM form (gemm_ar.c). Both
- * include this header and nothing of each other's.
+ * GEMM + ReduceScatter sizes its workspace for GEMM + AllReduce's SM form (gemm_ar.c); AllGather
+ * + MoE (ag_moe.c) takes AllGather + GEMM's copy-engine gather (ag_gemm.c). Each includes this
+ * header and nothing of the others'.
  */
 #ifndef WEFT_TP_H
 #define WEFT_TP_H
@@ -40,5 +41,16 @@ typedef struct weft_gemm_rs_call {
   const void *a, *b;
   void *c, *workspace;
 } weft_gemm_rs_call_t;
+
+/* AllGather + GEMM's copy-engine form (ag_gemm.c, its file comment), which AllGather + MoE
+ * (ag_moe.c) runs as well: the stream barrier; this rank's rows (bytes at a) into its slot of ag
+ * (symmetric) and its signal set on stream, unless own (the GEMM reads them from a: they are
+ * copied last on the side stream); on the side stream the pushes to the peers, each followed by
+ * this rank's signal on the receiver (comm->ops->ag_gemm_sig); launch(comm, ctx, stream), the
+ * GEMM that waits on the signals; the join and the signals back to 0. */
+typedef weft_status_t (*weft_ag_launch_fn)(weft_comm_t *comm, const void *ctx, CUstream stream);
+weft_status_t weft_ag_overlapped(weft_comm_t *comm, const char *a, char *ag, size_t bytes,
+                                 int own, weft_ag_launch_fn launch, const void *ctx,
+                                 CUstream stream);
 
 #endif /* WEFT_TP_H */

@@ -19,110 +19,7 @@
 #include "gpu_test.h"
 
 #include "gemm_test.h"
-
-static const char *grouped_src =
-    "#include <weft/device.cuh>\n"
-    "__device__ double g_ld(const unsigned short *p, unsigned long long i, int fp16) {\n"
-    "  unsigned short h = p[i];\n"
-    "  if (!fp16) return (double)__uint_as_float((unsigned)h << 16);\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return (double)f;\n"
-    "}\n"
-    /* ref[r, c] = x[token of row r's entry] . expert's column c, 0 in padding rows */
-    "extern \"C\" __global__ void grouped_reference(double *ref, const unsigned short *x,\n"
-    "    const unsigned short *b, const int *row_entry, const int *ids, int rows, int n, int k,\n"
-    "    int topk, long long ldb, long long b_stride, int kmajor, int fp16) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "       i < (unsigned long long)rows * n; i += gridDim.x * blockDim.x) {\n"
-    "    int r = (int)(i / n), c = (int)(i % n), entry = row_entry[r];\n"
-    "    double s = 0;\n"
-    "    if (entry >= 0) {\n"
-    "      const unsigned short *a = x + (unsigned long long)(entry / topk) * k;\n"
-    "      const unsigned short *be = b + (unsigned long long)ids[entry] * b_stride;\n"
-    "      for (int q = 0; q < k; q++)\n"
-    "        s += g_ld(a, q, fp16) * g_ld(be, kmajor ? (unsigned long long)c * ldb + q\n"
-    "                                              : (unsigned long long)q * ldb + c, fp16);\n"
-    "    }\n"
-    "    ref[i] = s;\n"
-    "  }\n"
-    "}\n"
-    /* the gated epilogue's: ref[r, c] = silu(a . B[:, c]) * (a . B[:, inter + c]) */
-    "extern \"C\" __global__ void gated_reference(double *ref, const unsigned short *x,\n"
-    "    const unsigned short *b, const int *row_entry, const int *ids, int rows, int inter,\n"
-    "    int k, int topk, long long ldb, long long b_stride, int kmajor, int fp16) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "       i < (unsigned long long)rows * inter; i += gridDim.x * blockDim.x) {\n"
-    "    int r = (int)(i / inter), c = (int)(i % inter), entry = row_entry[r];\n"
-    "    double g = 0, u = 0;\n"
-    "    if (entry >= 0) {\n"
-    "      const unsigned short *a = x + (unsigned long long)(entry / topk) * k;\n"
-    "      const unsigned short *be = b + (unsigned long long)ids[entry] * b_stride;\n"
-    "      for (int q = 0; q < k; q++) {\n"
-    "        double v = g_ld(a, q, fp16);\n"
-    "        g += v * g_ld(be, kmajor ? (unsigned long long)c * ldb + q\n"
-    "                                 : (unsigned long long)q * ldb + c, fp16);\n"
-    "        u += v * g_ld(be, kmajor ? (unsigned long long)(inter + c) * ldb + q\n"
-    "                                 : (unsigned long long)q * ldb + inter + c, fp16);\n"
-    "      }\n"
-    "    }\n"
-    "    ref[i] = g / (1.0 + exp(-g)) * u;\n"
-    "  }\n"
-    "}\n"
-    /* the combine epilogue's: ref[t, c] = sum_j weights[t, j] * x[t] . B_ids[t, j][:, c] */
-    "extern \"C\" __global__ void combine_reference(double *ref, const unsigned short *x,\n"
-    "    const unsigned short *b, const int *ids, const float *weights, int tokens, int n, int k,\n"
-    "    int topk, long long ldb, long long b_stride, int kmajor, int fp16) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "       i < (unsigned long long)tokens * n; i += gridDim.x * blockDim.x) {\n"
-    "    int t = (int)(i / n), c = (int)(i % n);\n"
-    "    const unsigned short *a = x + (unsigned long long)t * k;\n"
-    "    double s = 0;\n"
-    "    for (int j = 0; j < topk; j++) {\n"
-    "      const unsigned short *be = b + (unsigned long long)ids[t * topk + j] * b_stride;\n"
-    "      double d = 0;\n"
-    "      for (int q = 0; q < k; q++)\n"
-    "        d += g_ld(a, q, fp16) * g_ld(be, kmajor ? (unsigned long long)c * ldb + q\n"
-    "                                                : (unsigned long long)q * ldb + c, fp16);\n"
-    "      s += (double)weights[t * topk + j] * d;\n"
-    "    }\n"
-    "    ref[i] = s;\n"
-    "  }\n"
-    "}\n"
-    /* the layer: act[entry, i] = silu(x . W1[e, i]) * (x . W1[e, inter + i]), W1 [E, 2 inter, k] */
-    "extern \"C\" __global__ void layer_act(double *act, const unsigned short *x,\n"
-    "    const unsigned short *w1, const int *ids, int entries, int topk, int inter, int k) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "       i < (unsigned long long)entries * inter; i += gridDim.x * blockDim.x) {\n"
-    "    int en = (int)(i / inter), c = (int)(i % inter);\n"
-    "    const unsigned short *a = x + (unsigned long long)(en / topk) * k;\n"
-    "    const unsigned short *we = w1 + (unsigned long long)ids[en] * 2 * inter * k;\n"
-    "    double g = 0, u = 0;\n"
-    "    for (int q = 0; q < k; q++) {\n"
-    "      double v = g_ld(a, q, 0);\n"
-    "      g += v * g_ld(we, (unsigned long long)c * k + q, 0);\n"
-    "      u += v * g_ld(we, (unsigned long long)(inter + c) * k + q, 0);\n"
-    "    }\n"
-    "    act[i] = g / (1.0 + exp(-g)) * u;\n"
-    "  }\n"
-    "}\n"
-    /* out[t, c] = sum_j weights[t, j] * act[t * topk + j] . W2[e, c], W2 [E, hidden, inter] */
-    "extern \"C\" __global__ void layer_out(double *ref, const double *act,\n"
-    "    const unsigned short *w2, const int *ids, const float *weights, int tokens, int topk,\n"
-    "    int hidden, int inter) {\n"
-    "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "       i < (unsigned long long)tokens * hidden; i += gridDim.x * blockDim.x) {\n"
-    "    int t = (int)(i / hidden), c = (int)(i % hidden);\n"
-    "    double s = 0;\n"
-    "    for (int j = 0; j < topk; j++) {\n"
-    "      int en = t * topk + j;\n"
-    "      const unsigned short *we = w2 + ((unsigned long long)ids[en] * hidden + c) * inter;\n"
-    "      double d = 0;\n"
-    "      for (int q = 0; q < inter; q++)\n"
-    "        d += act[(unsigned long long)en * inter + q] * g_ld(we, q, 0);\n"
-    "      s += (double)weights[en] * d;\n"
-    "    }\n"
-    "    ref[i] = s;\n"
-    "  }\n"
-    "}\n";
+#include "moe_test.h"
 
 /* epi: 0 weft_grouped_gemm, 1 weft_grouped_gemm_silu_mul (B's n columns: gate and up halves),
  * 2 weft_grouped_gemm_combine (routing weights of dtype wdtype) */
@@ -539,12 +436,12 @@ static void bad_inputs(weft_comm_t *comm) {
 }
 
 int main(void) {
-  test_precompile(grouped_src, "grouped_test.cu"); /* (gemm_test_src: test_gemm's) */
+  test_precompile(moe_test_src, "moe_test.cu"); /* (gemm_test_src: test_gemm's) */
   weft_comm_t *comm = test_init();
   unsigned long long seed = test_seed(comm);
   weft_module_t *m, *mg;
   OK(weft_module_load(comm, gemm_test_src, "gemm_test.cu", NULL, 0, &m));
-  OK(weft_module_load(comm, grouped_src, "grouped_test.cu", NULL, 0, &mg));
+  OK(weft_module_load(comm, moe_test_src, "moe_test.cu", NULL, 0, &mg));
   weft_kernel_t *k_fill = test_kernel(m, "fill"), *k_cmp = test_kernel(m, "compare");
   weft_kernel_t *k_ref[3] = {test_kernel(mg, "grouped_reference"),
                              test_kernel(mg, "gated_reference"),

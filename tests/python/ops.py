@@ -1,5 +1,5 @@
-"""The Python package on GPUs: every collective, the GEMM, the three overlapped ops and the MoE
-routing and grouped GEMM through weft's bindings, against float64 references (reductions, GEMMs)
+"""The Python package on GPUs: every collective, the GEMM, the three overlapped ops, the MoE
+routing, grouped GEMMs and AllGather + MoE through weft's bindings, against float64 references (reductions, GEMMs)
 or bit for bit (data movement);
 a CUDA graph replay; argument errors. Inputs are fresh every run (a seed rank 0 draws), outputs
 poisoned before each call, every element checked. Each rank draws every rank's inputs from the
@@ -332,6 +332,40 @@ for (tokens, topk, experts, n, k, layout) in ((300, 2, 8, 512, 256, "nk"),
             fcomb_ref[t] += float(wts[t, j]) * ref[int(er[t * topk + j])]
     e = nerr(fcomb, fcomb_ref)
     check(e <= 1e-4, f"grouped_gemm_combine {tag} (fp32 out): error {e:.2e}")
+
+# -- AllGather + MoE: every rank's tokens gathered while the gated grouped GEMM runs --------------
+
+for (m, topk, experts, inter, k, algo) in ((300, 2, 8, 128, 256, "auto"),
+                                           (1100, 2, 4, 64, 128, "auto"),
+                                           (45, 3, 6, 64, 64, "sequential")):
+    tag = f"agmoe{m}{topk}{experts}"
+    g = torch.Generator().manual_seed((SEED + m) % (1 << 63))
+    ids = torch.stack([torch.randperm(experts, generator=g)[:topk] for _ in range(W * m)])
+    ids = ids.to(torch.int32).to(DEV)  # every rank's, in rank order: the same on every rank
+    xs = torch.cat([rand(q, (m, k), torch.bfloat16, tag + "x") for q in range(W)])
+    w = torch.stack([weights(R, 2 * inter, k, "nk", torch.bfloat16, tag + f"w{e}")
+                     for e in range(experts)])
+    plan = comm.moe_route(ids, experts, tile_rows=128)
+    gathered = poison(comm.empty((W * m, k), torch.bfloat16))
+    act = poison(torch.empty(plan.max_rows, inter, dtype=torch.bfloat16, device=DEV))
+    torch.cuda.synchronize()
+    comm.barrier()  # no peer writes into gathered before it is poisoned
+    comm.ag_moe(plan, xs[R * m:(R + 1) * m].contiguous(), w, act, gathered=gathered, algo=algo)
+    comm.synchronize()
+    check(same_bits(gathered, xs), f"ag_moe {tag}: every rank's tokens gathered")
+    rows = int(plan.tiles.item()) * plan.tile_rows
+    entry = plan.row_entry[:rows].long()
+    ref = torch.zeros(rows, inter, dtype=torch.float64, device=DEV)
+    flat = ids.flatten().long()
+    for r in torch.nonzero(entry >= 0).flatten().tolist():
+        ent = int(entry[r])
+        gu = ref_mm(xs[ent // topk].unsqueeze(0), w[int(flat[ent])], "nk")[0]
+        ref[r] = gu[:inter] * torch.sigmoid(gu[:inter]) * gu[inter:]
+    e = nerr(act[:rows], ref)
+    check(e <= 2e-2, f"ag_moe {tag} ({algo}, {rows} rows in use): error {e:.2e}")
+    check(bool(torch.isnan(act[rows:]).all()), f"ag_moe {tag}: rows past the plan untouched")
+    comm.barrier()
+    comm.free(gathered)
 
 # -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
 

@@ -115,7 +115,9 @@ typedef struct weft_gemm_hooks {
    * (WEFT_GEMM_COMBINE: row r is scaled by combine_weights[entry] of type combine_wtype and added
    * into row entry / group_topk of c, which holds the tokens' rows, row stride ldc); and
    * gather_a, A's rows gathered from the tokens (WEFT_GEMM_A_GATHER: row r of A is row entry /
-   * group_topk of gather_a, row stride gather_lda elements; a and lda unused) */
+   * group_topk of gather_a, row stride gather_lda elements; a and lda unused), which may wait
+   * for its tokens' ranks (wait_signals: signal s covers tokens [s * wait_rows, +wait_rows);
+   * WEFT_GEMM_GROUP_WAIT) */
   const int *group_entry;
   int group_topk, group_gated;
   const void *combine_weights;

@@ -167,12 +167,14 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   int grouped = h && h->group_expert;
   if (grouped && (!h->group_tiles || h->group_rows < cfg->bm || h->group_rows % cfg->bm ||
                   h->group_experts < 1 || h->group_stride < 1 || cfg->cluster != 1 ||
-                  cfg->splitk || tail_split(cfg) || cfg->swap_ab || h->wait_signals ||
+                  cfg->splitk || tail_split(cfg) || cfg->swap_ab ||
+                  (h->wait_signals && (!h->gather_a || h->wait_rows < 1 || h->a_own)) ||
                   h->notify_counters || h->order_table || h->ll_area || h->ar_staging))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the grouped GEMM needs an unclustered, unsplit TMA-store configuration "
-                    "(cluster %d, split-K %d), no other hook, %d-row plan tiles a multiple of BM=%d "
-                    "and the experts' matrices (%d, %lld elements apart)", cfg->cluster,
+                    "(cluster %d, split-K %d), no other hook (a wait only with gathered A), %d-row "
+                    "plan tiles a multiple of BM=%d and the experts' matrices (%d, %lld elements "
+                    "apart)", cfg->cluster,
                     cfg->splitk, h->group_rows, cfg->bm, h->group_experts, h->group_stride);
   /* the grouped epilogues (kernels/gemm/config.cuh, WEFT_GEMM_GATED and WEFT_GEMM_COMBINE) */
   int gated = grouped && h->group_gated, combine = grouped && h->combine_weights;

@@ -45,7 +45,9 @@ int weft_gemm_options(const weft_gemm_problem_t *p, const weft_gemm_config_t *c,
   if (p->a_mn_major) GEMM_DEFINE("A_KMAJOR", 0);
   if (tail_split(c)) GEMM_DEFINE("TAIL", 1);
   if (h && h->order_table) GEMM_DEFINE("ORDER_TABLE", 1);
-  if (h && h->wait_signals) GEMM_DEFINE("HOOK_WAIT", 1);
+  /* (the grouped kernel's wait is its gathered loads': the tile's ranks) */
+  if (h && h->wait_signals && h->group_expert) GEMM_DEFINE("GROUP_WAIT", 1);
+  if (h && h->wait_signals && !h->group_expert) GEMM_DEFINE("HOOK_WAIT", 1);
   if (h && h->wait_signals && h->a_own) GEMM_DEFINE("A_OWN", 1);
   if (h && h->notify_counters) {
     GEMM_DEFINE("HOOK_NOTIFY", 1);

@@ -1,0 +1,40 @@
+/*
+ * grouped.h — the grouped GEMM of an MoE layer as the ops build on it: weft_grouped_gemm and its
+ * fused forms (grouped_gemm.c) and AllGather + MoE (ag_moe.c), which runs the gated form on the
+ * gathered tokens with a wait per tile, set up the call here and launch it once ready.
+ */
+#ifndef WEFT_OPS_GROUPED_H
+#define WEFT_OPS_GROUPED_H
+
+#include <cuda.h>
+
+#include "ops.h"
+#include "gemm/gemm.h"
+
+/* A checked grouped GEMM, ready to launch: the GEMM's problem (m: the plan's largest row count),
+ * configuration and hooks, the operands, and C's columns and rows where the combine zeroes it. */
+typedef struct weft_grouped_call {
+  weft_gemm_problem_t p;
+  weft_gemm_config_t cfg;
+  weft_gemm_hooks_t h;
+  const void *a, *b;
+  void *c;
+  int c_cols, c_rows;
+} weft_grouped_call_t;
+
+/* Checks a grouped GEMM over routing's plan and sets *call up (call->h holds the options on
+ * entry: group_gated, combine_weights and combine_wtype, gather_a and gather_lda, a wait; the
+ * plan's fields are filled in). a, lda: A in the plan's rows, or with gather_a the tokens (then
+ * checked as A); n: B's columns (the gated form's gate and up); c_cols, c_rows: C's columns and
+ * rows (the combine's C holds the tokens' rows). Enqueues nothing. */
+weft_status_t weft_grouped_setup(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                 const void *a, int lda, const void *b, int ldb,
+                                 long long b_stride, void *c, int ldc, int n, int c_cols,
+                                 int c_rows, int k, weft_dtype_t in, weft_dtype_t out,
+                                 weft_gemm_layout_t layout, weft_grouped_call_t *call);
+
+/* Enqueues a set-up call on stream: C zeroed first for the combine, then the GEMM. */
+weft_status_t weft_grouped_launch(weft_comm_t *comm, const weft_grouped_call_t *call,
+                                  CUstream stream);
+
+#endif /* WEFT_OPS_GROUPED_H */
