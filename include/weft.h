@@ -662,6 +662,38 @@ WEFT_API weft_status_t weft_ag_moe(weft_comm_t *comm, const weft_moe_routing_t *
                                    weft_gemm_layout_t layout, weft_algo_t algo,
                                    weft_stream_t stream);
 
+/* MoE + ReduceScatter: the second half of a tensor-parallel MoE layer (row-parallel experts:
+ * each rank holds every expert's share of the intermediate rows). act: this rank's activations in
+ * the plan's rows ([routing->max_rows, k], row stride ldact: weft_ag_moe's act, k this rank's
+ * share); w: each expert's [n, k] (LAYOUT_NK) or [k, n] at w + x * w_stride, row stride ldw;
+ * weights [tokens, topk] of wdtype (bf16, fp16 or fp32). Rank r's out [tokens / world, n]
+ * (contiguous; any device memory) = the sum over ranks of their weighted top-k combines
+ * (weft_grouped_gemm_combine) for tokens [r * tokens / world, (r + 1) * tokens / world): each
+ * rank's partial of every token, of out_dtype, goes into workspace (from weft_malloc,
+ * weft_moe_reduce_workspace_size bytes), then weft_reduce_scatter sums the ranks' partials in
+ * fp32 and rounds once. routing->tokens a multiple of world; n a multiple of 8. algo: AUTO or
+ * WEFT_ALGO_SEQUENTIAL (the combine, then the ReduceScatter). Collective. */
+WEFT_API weft_status_t weft_moe_rs(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                   const void *act, int ldact, const void *w, int ldw,
+                                   long long w_stride, const void *weights, weft_dtype_t wdtype,
+                                   void *out, void *workspace, int n, int k, weft_dtype_t in,
+                                   weft_dtype_t out_dtype, weft_gemm_layout_t layout,
+                                   weft_algo_t algo, weft_stream_t stream);
+
+/* MoE + AllReduce: as weft_moe_rs, but every rank's out [tokens, n] (contiguous, from
+ * weft_malloc) gets the sum of all the tokens' rows (weft_allreduce of the partials): the
+ * decode-size form (Ditron, Figure 5's MoE-AR), any number of tokens. */
+WEFT_API weft_status_t weft_moe_ar(weft_comm_t *comm, const weft_moe_routing_t *routing,
+                                   const void *act, int ldact, const void *w, int ldw,
+                                   long long w_stride, const void *weights, weft_dtype_t wdtype,
+                                   void *out, void *workspace, int n, int k, weft_dtype_t in,
+                                   weft_dtype_t out_dtype, weft_gemm_layout_t layout,
+                                   weft_algo_t algo, weft_stream_t stream);
+
+/* Bytes of weft_moe_rs's and weft_moe_ar's workspace: one partial of tokens x n of out. */
+WEFT_API weft_status_t weft_moe_reduce_workspace_size(weft_comm_t *comm, int tokens, int n,
+                                                      weft_dtype_t out, size_t *bytes);
+
 /* GEMM + ReduceScatter: rank r's c[m / world, n] = the sum over ranks of rows
  * [r * m / world, (r + 1) * m / world) of their A[m, k] op(B), with k this rank's share of the
  * reduction dimension. m must be a multiple of world. a: [m, k] row stride lda; b: [n, k] or

@@ -637,6 +637,53 @@ class Comm:
                    _enum(ALGOS, algo, "algo"), self._stream(stream))
         return out
 
+    def _moe_reduced(self, fn, plan, act, w, weights, out, rows, layout, out_dtype, stream):
+        """moe_rs or moe_ar (one C signature): out [rows, n] made where None (symmetric for
+        moe_ar), the partials' workspace kept by the communicator."""
+        if w.dim() != 3 or w.shape[0] != plan.experts or w.stride(2) != 1:
+            raise ValueError(f"w must be [{plan.experts}, ., .] with contiguous rows, not "
+                             f"{tuple(w.shape)}")
+        n, k = (w.shape[1], w.shape[2]) if layout == "nk" else (w.shape[2], w.shape[1])
+        if act.dim() != 2 or tuple(act.shape) != (plan.max_rows, k):
+            raise ValueError(f"act must be [{plan.max_rows}, {k}], not {tuple(act.shape)}")
+        if tuple(weights.shape) != (plan.tokens, plan.topk):
+            raise ValueError(f"weights must be [{plan.tokens}, {plan.topk}], not "
+                             f"{tuple(weights.shape)}")
+        self._same(act, w, "act and w")
+        odt = out_dtype or (out.dtype if out is not None else act.dtype)
+        if out is None and fn == "moe_ar":
+            out = self.empty((rows, n), odt)
+        out = self._out(out, (rows, n), odt, f"{fn}'s out")
+        size = ctypes.c_size_t()
+        self._call("weft_moe_reduce_workspace_size", plan.tokens, n, _dtype(odt),
+                   ctypes.byref(size))
+        ws = self._ptr(self._scratch_buffer("moe_reduce", size.value), "workspace")
+        pa, lda = self._matrix(act, "act")
+        self._call("weft_" + fn, plan.pointer(), ctypes.c_void_p(pa), lda,
+                   ctypes.c_void_p(self._ptr(w, "w", contiguous=False)), w.stride(1),
+                   ctypes.c_longlong(w.stride(0)),
+                   ctypes.c_void_p(self._ptr(weights, "weights")), _dtype(weights.dtype),
+                   ctypes.c_void_p(self._ptr(out, "out")), ctypes.c_void_p(ws), n, k,
+                   _dtype(act.dtype), _dtype(odt), _enum(LAYOUTS, layout, "layout"),
+                   _enum(ALGOS, "auto", "algo"), self._stream(stream))
+        return out
+
+    def moe_rs(self, plan, act, w, weights, out=None, layout="nk", out_dtype=None, stream=None):
+        """MoE + ReduceScatter, a tensor-parallel MoE layer's second half: out [tokens / world,
+        n], this rank's tokens, = the sum over ranks of the weighted top-k combine of act
+        (ag_moe's, [plan.max_rows, k]) times each expert's w [experts, n, k] ("nk") or [experts,
+        k, n]; weights [tokens, topk]."""
+        if plan.tokens % self.world_size:
+            raise ValueError(f"moe_rs: {plan.tokens} tokens over {self.world_size} ranks")
+        return self._moe_reduced("moe_rs", plan, act, w, weights, out,
+                                 plan.tokens // self.world_size, layout, out_dtype, stream)
+
+    def moe_ar(self, plan, act, w, weights, out=None, layout="nk", out_dtype=None, stream=None):
+        """MoE + AllReduce: as moe_rs, every token's rows on every rank (out [tokens, n],
+        symmetric: made with empty() where None)."""
+        return self._moe_reduced("moe_ar", plan, act, w, weights, out, plan.tokens, layout,
+                                 out_dtype, stream)
+
     def moe_silu_mul(self, plan, gate_up, out=None, stream=None):
         """out[plan.max_rows, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:] for the plan's
         rows in use (gate columns first), in fp32, rounded once; bf16, fp16 or fp32."""

@@ -9,7 +9,8 @@
  * float64 reference of the gated activation (padding rows zero, rows past the plan and columns
  * past inter as poisoned). Then the same call captured in a CUDA graph and replayed, and 50 calls
  * back to back with random stragglers (host and GPU delays), each bit for bit the first's (the
- * plan is in entry order and the GEMM deterministic).
+ * plan is in entry order and the GEMM deterministic). Last, whole tensor-parallel layers:
+ * AllGather + MoE, then MoE + ReduceScatter and MoE + AllReduce, against a float64 reference.
  */
 // weft-test: ranks=2,3,4 timeout=600
 #include "gpu_test.h"
@@ -203,6 +204,119 @@ static void run_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_
   test_context[0] = 0;
 }
 
+/* A tensor-parallel MoE layer: AllGather + MoE with this rank's share of W1 [E, 2 * inter, h]
+ * (inter columns of each expert's gate and of its up), then MoE + ReduceScatter and MoE +
+ * AllReduce with its share of W2 [E, h, inter]; out against a float64 reference of the whole
+ * layer (every rank's shares, summed on the host), bf16 with routing weights in fp32. */
+static void layer_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *k_act,
+                       weft_kernel_t *k_out, weft_kernel_t *k_cmp, int m, int topk, int experts,
+                       int h, int inter) {
+  int me = comm->local_rank, world = comm->local_world, tokens = world * m, f16 = 0;
+  snprintf(test_context, sizeof test_context, "[%d] layer: %d tokens a rank x top-%d of %d "
+           "experts, hidden %d, inter %d a rank", me, m, topk, experts, h, inter);
+  int before = test_failures;
+  long long entries = (long long)tokens * topk, max_rows;
+  size_t ws_bytes, red_bytes;
+  OK(weft_moe_routing_size(tokens, topk, experts, 128, &ws_bytes, &max_rows));
+  OK(weft_moe_reduce_workspace_size(comm, tokens, h, WEFT_DTYPE_BF16, &red_bytes));
+  ag_case_t c = {m, topk, experts, 128, 0, inter, h, 1, 0, 0};
+  int *ids = malloc((size_t)entries * sizeof(int));
+  float *wts = malloc((size_t)entries * sizeof(float));
+  double *sum = calloc((size_t)tokens * h, sizeof(double)), *part = malloc((size_t)tokens * h * 8);
+  if (!ids || !wts || !sum || !part) exit(1);
+  draw_ids(&c, tokens, ids);
+  for (long long i = 0; i < entries; i++) wts[i] = (float)(1 + test_rand(&shared) % 1000) / 1000.f;
+  int32_t *ids_all;
+  void *x_gathered, *red, *out_all;
+  OK(weft_malloc(comm, (size_t)entries * 4, (void **)&ids_all));
+  OK(weft_malloc(comm, (size_t)tokens * h * 2, &x_gathered));
+  OK(weft_malloc(comm, red_bytes, &red));
+  OK(weft_malloc(comm, (size_t)tokens * h * 2, &out_all));
+  size_t w1n = (size_t)experts * 2 * inter * h, w2n = (size_t)experts * h * inter;
+  CUdeviceptr d_ids, d_idsall, d_w, d_ws, d_x, d_xref, d_w1, d_w2, d_act, d_out, d_racc, d_ref;
+  CU(cuMemAlloc(&d_ids, (size_t)m * topk * 4));
+  CU(cuMemAlloc(&d_idsall, (size_t)entries * 4));
+  CU(cuMemAlloc(&d_w, (size_t)entries * 4));
+  CU(cuMemAlloc(&d_ws, ws_bytes));
+  CU(cuMemAlloc(&d_x, (size_t)m * h * 2));
+  CU(cuMemAlloc(&d_xref, (size_t)tokens * h * 2));
+  CU(cuMemAlloc(&d_w1, w1n * 2 * (size_t)world));
+  CU(cuMemAlloc(&d_w2, w2n * 2 * (size_t)world));
+  CU(cuMemAlloc(&d_act, (size_t)max_rows * inter * 2));
+  CU(cuMemAlloc(&d_out, (size_t)m * h * 2));
+  CU(cuMemAlloc(&d_racc, (size_t)entries * inter * 8));
+  CU(cuMemAlloc(&d_ref, (size_t)tokens * h * 8));
+  CU(cuMemcpyHtoD(d_idsall, ids, (size_t)entries * 4));
+  CU(cuMemcpyHtoD(d_ids, ids + (size_t)me * m * topk, (size_t)m * topk * 4));
+  CU(cuMemcpyHtoD(d_w, wts, (size_t)entries * 4));
+  /* every rank's tokens and shares (each from the shared sequence) */
+  unsigned long long nx = (unsigned long long)tokens * h, sx = test_rand(&shared);
+  void *fx[] = {&d_xref, &nx, &f16, &sx};
+  gemm_test_launch(k_fill, fx, NULL);
+  for (int q = 0; q < world; q++) {
+    CUdeviceptr w1q = d_w1 + (CUdeviceptr)(w1n * 2 * q), w2q = d_w2 + (CUdeviceptr)(w2n * 2 * q);
+    unsigned long long n1 = w1n, n2 = w2n, s1 = test_rand(&shared), s2 = test_rand(&shared);
+    void *f1[] = {&w1q, &n1, &f16, &s1}, *f2[] = {&w2q, &n2, &f16, &s2};
+    gemm_test_launch(k_fill, f1, NULL);
+    gemm_test_launch(k_fill, f2, NULL);
+  }
+  CU(cuCtxSynchronize());
+  CU(cuMemcpyDtoDAsync(d_x, d_xref + (CUdeviceptr)((size_t)me * m * h * 2), (size_t)m * h * 2, NULL));
+  /* the reference: every rank's share through both matrices, summed on the host */
+  int ent = (int)entries;
+  for (int q = 0; q < world; q++) {
+    CUdeviceptr w1q = d_w1 + (CUdeviceptr)(w1n * 2 * q), w2q = d_w2 + (CUdeviceptr)(w2n * 2 * q);
+    void *fa[] = {&d_racc, &d_xref, &w1q, &d_idsall, &ent, &topk, &inter, &h};
+    gemm_test_launch(k_act, fa, NULL);
+    void *fo[] = {&d_ref, &d_racc, &w2q, &d_idsall, &d_w, &tokens, &topk, &h, &inter};
+    gemm_test_launch(k_out, fo, NULL);
+    CU(cuCtxSynchronize());
+    CU(cuMemcpyDtoH(part, d_ref, (size_t)tokens * h * 8));
+    for (size_t i = 0; i < (size_t)tokens * h; i++) sum[i] += part[i];
+  }
+  CU(cuMemcpyHtoD(d_ref, sum, (size_t)tokens * h * 8));
+  CU(cuMemsetD8(d_out, 0xff, (size_t)m * h * 2));
+  CU(cuMemsetD8((CUdeviceptr)(uintptr_t)out_all, 0xff, (size_t)tokens * h * 2));
+  OK(weft_comm_barrier(comm));
+  weft_moe_routing_t r;
+  weft_dtype_t bf = WEFT_DTYPE_BF16;
+  CUdeviceptr w1me = d_w1 + (CUdeviceptr)(w1n * 2 * me), w2me = d_w2 + (CUdeviceptr)(w2n * 2 * me);
+  OK(weft_allgather(comm, (const void *)(uintptr_t)d_ids, ids_all, (size_t)m * topk,
+                    WEFT_DTYPE_INT32, WEFT_ALGO_AUTO, NULL));
+  OK(weft_moe_route(comm, ids_all, tokens, topk, experts, 128, (void *)(uintptr_t)d_ws, ws_bytes,
+                    &r, NULL));
+  OK(weft_ag_moe(comm, &r, (const void *)(uintptr_t)d_x, x_gathered, (const void *)(uintptr_t)w1me,
+                 h, 2LL * inter * h, (void *)(uintptr_t)d_act, inter, m, inter, h, bf, bf,
+                 WEFT_GEMM_LAYOUT_NK, WEFT_ALGO_AUTO, NULL));
+  OK(weft_moe_rs(comm, &r, (const void *)(uintptr_t)d_act, inter, (const void *)(uintptr_t)w2me,
+                 inter, (long long)h * inter, (const void *)(uintptr_t)d_w, WEFT_DTYPE_FP32,
+                 (void *)(uintptr_t)d_out, red, h, inter, bf, bf, WEFT_GEMM_LAYOUT_NK,
+                 WEFT_ALGO_AUTO, NULL));
+  OK(weft_stream_synchronize(comm, NULL));
+  unsigned long long bad[2] = {0, 0};
+  CUdeviceptr my_ref = d_ref + (CUdeviceptr)((size_t)me * m * h * 8);
+  double err = gemm_test_compare(comm, k_cmp, NULL, d_out, my_ref, m, h, h, bf, bad);
+  EXPECT(err <= 1e-2 && !bad[0], "moe_rs: normalised error %.3g (%llu non-finite)", err, bad[0]);
+  OK(weft_moe_ar(comm, &r, (const void *)(uintptr_t)d_act, inter, (const void *)(uintptr_t)w2me,
+                 inter, (long long)h * inter, (const void *)(uintptr_t)d_w, WEFT_DTYPE_FP32,
+                 out_all, red, h, inter, bf, bf, WEFT_GEMM_LAYOUT_NK, WEFT_ALGO_AUTO, NULL));
+  OK(weft_stream_synchronize(comm, NULL));
+  err = gemm_test_compare(comm, k_cmp, NULL, (CUdeviceptr)(uintptr_t)out_all, d_ref, tokens, h, h,
+                          bf, bad);
+  EXPECT(err <= 1e-2 && !bad[0], "moe_ar: normalised error %.3g (%llu non-finite)", err, bad[0]);
+  OK(weft_comm_barrier(comm));
+  CUdeviceptr all[] = {d_ids, d_idsall, d_w, d_ws, d_x, d_xref, d_w1, d_w2, d_act, d_out, d_racc,
+                       d_ref};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));
+  OK(weft_free(comm, out_all));
+  OK(weft_free(comm, red));
+  OK(weft_free(comm, x_gathered));
+  OK(weft_free(comm, ids_all));
+  free(ids), free(wts), free(sum), free(part);
+  printf("%s %s\n", test_failures == before ? "ok  " : "FAIL", test_context);
+  test_context[0] = 0;
+}
+
 int main(void) {
   test_precompile(moe_test_src, "moe_test.cu");
   weft_comm_t *comm = test_init();
@@ -236,6 +350,9 @@ int main(void) {
     c.out32 = (int)(test_rand(&shared) % 4 == 0);
     run_case(comm, k_fill, k_ref, k_cmp, k_delay, &c, 0);
   }
+  weft_kernel_t *k_act = test_kernel(mg, "layer_act"), *k_lout = test_kernel(mg, "layer_out");
+  layer_case(comm, k_fill, k_act, k_lout, k_cmp, 256, 2, 8, 256, 128);
+  layer_case(comm, k_fill, k_act, k_lout, k_cmp, 37, 3, 5, 128, 64);
   weft_module_unload(mg);
   weft_module_unload(m);
   OK(weft_comm_destroy(comm));

@@ -1,5 +1,6 @@
 """The Python package on GPUs: every collective, the GEMM, the three overlapped ops, the MoE
-routing, grouped GEMMs and AllGather + MoE through weft's bindings, against float64 references (reductions, GEMMs)
+routing, grouped GEMMs and a tensor-parallel MoE layer (AllGather + MoE, MoE + ReduceScatter,
+MoE + AllReduce) through weft's bindings, against float64 references (reductions, GEMMs)
 or bit for bit (data movement);
 a CUDA graph replay; argument errors. Inputs are fresh every run (a seed rank 0 draws), outputs
 poisoned before each call, every element checked. Each rank draws every rank's inputs from the
@@ -364,7 +365,30 @@ for (m, topk, experts, inter, k, algo) in ((300, 2, 8, 128, 256, "auto"),
     e = nerr(act[:rows], ref)
     check(e <= 2e-2, f"ag_moe {tag} ({algo}, {rows} rows in use): error {e:.2e}")
     check(bool(torch.isnan(act[rows:]).all()), f"ag_moe {tag}: rows past the plan untouched")
+    # the layer's second half: every rank's share of W2 [E, k, inter] (row-parallel), MoE +
+    # ReduceScatter (this rank's tokens) and MoE + AllReduce (all of them), against the sum of
+    # every rank's share through both matrices in float64
+    w2s = [torch.stack([weights(q, k, inter, "nk", torch.bfloat16, tag + f"v{e}")
+                        for e in range(experts)]) for q in range(W)]
+    w1s = [torch.stack([weights(q, 2 * inter, k, "nk", torch.bfloat16, tag + f"w{e}")
+                        for e in range(experts)]) for q in range(W)]
+    wts = rand(0, (W * m, topk), torch.float32, tag + "wts").abs()
+    layer = torch.zeros(W * m, k, dtype=torch.float64, device=DEV)
+    for q in range(W):
+        for e in range(experts):  # every token through expert e, weighted by its choice of e
+            gu = ref_mm(xs, w1s[q][e], "nk")
+            y = (gu[:, :inter] * torch.sigmoid(gu[:, :inter]) * gu[:, inter:]) @ \
+                w2s[q][e].double().t()
+            layer += ((ids.long() == e).double() * wts.double()).sum(1, keepdim=True) * y
+    rs = comm.moe_rs(plan, act, w2s[R], wts)
+    ar = comm.moe_ar(plan, act, w2s[R], wts)
+    comm.synchronize()
+    e = nerr(rs, layer[R * m:(R + 1) * m])
+    check(e <= 2e-2, f"ag_moe + moe_rs {tag}: this rank's tokens, error {e:.2e}")
+    e = nerr(ar, layer)
+    check(e <= 2e-2, f"ag_moe + moe_ar {tag}: every token, error {e:.2e}")
     comm.barrier()
+    comm.free(ar)
     comm.free(gathered)
 
 # -- a CUDA graph of an AllReduce and a GEMM + AllReduce, replayed on fresh inputs ------------
