@@ -532,36 +532,39 @@ int main(int argc, char **argv) {
   /* the grouped GEMM of an MoE layer (weft_gemm_config_grouped): experts' widths of open models
    * (n = 2 x intermediate for gate and up, or hidden for down), both layouts, every output type,
    * 64- and 128-row tiles, each epilogue (plain, gated with A gathered from the tokens, combine
-   * with each weights' dtype) */
+   * with each weights' dtype) and AllGather + MoE's (gated, gathered, with the tiles' waits) */
   static const int group_ns[] = {1408, 2048, 2880, 4096, 5760, 7168};
   static const int group_rows[] = {64, 128, 256, 192};
   static const int group_expert, group_tiles;
   static const float group_weights;
+  static uint64_t group_signal;
   for (size_t i = 0; i < sizeof group_ns / sizeof group_ns[0]; i++)
     for (int kmaj = 0; kmaj < 2; kmaj++)
       for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
         for (size_t r = 0; r < sizeof group_rows / sizeof group_rows[0]; r++)
-          for (int epi = 0; epi < 3; epi++) {
+          for (int epi = 0; epi < 4; epi++) { /* 3: gated, gathered, waiting (AllGather + MoE) */
             int n = group_ns[i], k = 2048;
             weft_gemm_problem_t pg = {4096, n, k, k, kmaj ? k : n, n, o == 1 ? WEFT_DTYPE_FP16
                                                                              : WEFT_DTYPE_BF16,
                                       outs[o], kmaj, 0};
             weft_gemm_config_t cg;
-            weft_gemm_config_grouped(&pg, group_rows[r], epi == 1, &cg);
+            int gated = epi == 1 || epi == 3;
+            weft_gemm_config_grouped(&pg, group_rows[r], gated, &cg);
             int wgn = cg.bm == 128 ? cg.bn : cg.bn / 2;
             if (cg.cluster != 1 || cg.splitk || cg.tail_splits > 1 || group_rows[r] % cg.bm ||
-                (epi == 1 && (wgn / 2 * (outs[o] == WEFT_DTYPE_FP32 ? 4 : 2) < 128 ||
+                (gated && (wgn / 2 * (outs[o] == WEFT_DTYPE_FP32 ? 4 : 2) < 128 ||
                               (!kmaj && wgn / 2 % 64))))
               fail("weft_gemm_config_grouped: a clustered, split or misfit configuration");
             weft_gemm_hooks_t hg = {.group_expert = &group_expert, .group_tiles = &group_tiles,
                                     .group_rows = group_rows[r], .group_experts = 64,
-                                    .group_stride = (long long)n * k, .group_gated = epi == 1};
+                                    .group_stride = (long long)n * k, .group_gated = gated};
             if (epi == 2) {
               hg.combine_weights = &group_weights;
               hg.combine_wtype = outs[(o + r) % (sizeof outs / sizeof outs[0])];
             }
             if (epi) hg.group_entry = &group_tiles, hg.group_topk = 8;
-            if (epi == 1) hg.gather_a = &group_weights, hg.gather_lda = k;
+            if (gated) hg.gather_a = &group_weights, hg.gather_lda = k;
+            if (epi == 3) hg.wait_signals = &group_signal, hg.wait_rows = 512, hg.wait_expected = 1;
             add(&pg, &cg, &hg);
           }
 
