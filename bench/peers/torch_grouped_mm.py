@@ -93,29 +93,43 @@ def default_shapes():
     return shapes
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", nargs="*", default=None, help="T,N,K,E,TOPK ...")
+def moe_args(doc, shape_help, shapes, batch, layout):
+    """The MoE peers' command line (this script's and torch_moe_layer.py's): (args, shapes, zipf),
+    shapes from --shapes or the given defaults; layout: whether --layout is an option."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--shapes", nargs="*", default=None, help=shape_help)
     ap.add_argument("--routing", choices=("uniform", "zipf"), default="uniform")
-    ap.add_argument("--layout", choices=("nk", "kn"), default="nk")
+    if layout:
+        ap.add_argument("--layout", choices=("nk", "kn"), default="nk")
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     ap.add_argument("-n", type=int, default=20)
     ap.add_argument("-w", type=int, default=5)
-    ap.add_argument("--batch", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=batch)
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("-J", dest="json", default=None)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    shapes = ([tuple(int(x) for x in s.split(",")) for s in a.shapes] if a.shapes
-              else default_shapes())
-    zipf = a.routing == "zipf"
+    if a.shapes:
+        shapes = [tuple(int(x) for x in s.split(",")) for s in a.shapes]
+    return a, shapes, a.routing == "zipf"
+
+
+def torch_grouped_mm_or_none(script):
+    """torch, or None (and why on stderr) where it has no CUDA or no torch._grouped_mm."""
+    import torch
+    if not torch.cuda.is_available() or not hasattr(torch, "_grouped_mm"):
+        print(f"{script}: needs CUDA and torch._grouped_mm", file=sys.stderr)
+        return None
+    return torch
+
+
+def main():
+    a, shapes, zipf = moe_args(__doc__, "T,N,K,E,TOPK ...", default_shapes(), 10, True)
     if a.dry_run:
         dry_run(shapes, zipf)
         return 0
-
-    import torch
-    if not torch.cuda.is_available() or not hasattr(torch, "_grouped_mm"):
-        print("torch_grouped_mm.py: needs CUDA and torch._grouped_mm", file=sys.stderr)
+    torch = torch_grouped_mm_or_none("torch_grouped_mm.py")
+    if torch is None:
         return 77
     dev = torch.device("cuda")
     dt = torch.bfloat16 if a.dtype == "bf16" else torch.float16

@@ -44,14 +44,13 @@ Launch:  python3 bench/peers/torch_moe_layer.py [--shapes T,H,I,E,TOPK ...] [--r
 Without a GPU:  python3 bench/peers/torch_moe_layer.py --dry-run (shapes, the routing's expert
 loads and a hash of its ids, no torch needed: the lines `weft-bench moe_layer --dry-run` prints)
 """
-import argparse
 import json
 import os
 import statistics
 import sys
 import warnings
 
-from torch_grouped_mm import draw_ids, dry_run  # the routing, draw for draw (this folder)
+from torch_grouped_mm import draw_ids, dry_run, moe_args, torch_grouped_mm_or_none  # (this folder)
 
 # one GPU, but the same settings as every GPU script of the project (docs/architecture.md,
 # section 7: NVLink multicast stays off)
@@ -175,27 +174,12 @@ def run_shape(a, si, shape, zipf, dev, dt):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", nargs="*", default=None, help="T,H,I,E,TOPK ...")
-    ap.add_argument("--routing", choices=("uniform", "zipf"), default="uniform")
-    ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
-    ap.add_argument("-n", type=int, default=20)
-    ap.add_argument("-w", type=int, default=5)
-    ap.add_argument("--batch", type=int, default=5)
-    ap.add_argument("--tol", type=float, default=1e-2)
-    ap.add_argument("-J", dest="json", default=None)
-    ap.add_argument("--dry-run", action="store_true")
-    a = ap.parse_args()
-    shapes = ([tuple(int(x) for x in s.split(",")) for s in a.shapes] if a.shapes
-              else default_shapes())
-    zipf = a.routing == "zipf"
+    a, shapes, zipf = moe_args(__doc__, "T,H,I,E,TOPK ...", default_shapes(), 5, False)
     if a.dry_run:
         dry_run(shapes, zipf)
         return 0
-
-    import torch
-    if not torch.cuda.is_available() or not hasattr(torch, "_grouped_mm"):
-        print("torch_moe_layer.py: needs CUDA and torch._grouped_mm", file=sys.stderr)
+    torch = torch_grouped_mm_or_none("torch_moe_layer.py")
+    if torch is None:
         return 77
     dev = torch.device("cuda")
     dt = torch.bfloat16 if a.dtype == "bf16" else torch.float16
