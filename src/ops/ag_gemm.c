@@ -39,6 +39,20 @@ weft_status_t weft_ag_gemm_init(weft_comm_t *comm) {
 
 void weft_ag_gemm_destroy(weft_comm_t *comm) { (void)comm; /* the signals go with the heap */ }
 
+weft_status_t weft_ag_check(weft_comm_t *comm, const char *a_name, const char *a,
+                            const char *ag_name, const char *ag, size_t bytes) {
+  if (!bytes) return WEFT_STATUS_SUCCESS;
+  size_t all = bytes * (size_t)comm->local_world;
+  WEFT_ARG(comm, a && ag, "%s or %s is NULL", a_name, ag_name);
+  WEFT_ARG(comm, weft_heap_contains(&comm->heap, ag, all),
+           "%s %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", ag_name,
+           (const void *)ag, all);
+  const char *slot = ag + (size_t)comm->local_rank * bytes;
+  WEFT_ARG(comm, a == slot || a + bytes <= ag || a >= ag + all,
+           "%s overlaps %s without being this rank's rows of it (in place)", a_name, ag_name);
+  return WEFT_STATUS_SUCCESS;
+}
+
 weft_status_t weft_ag_overlapped(weft_comm_t *comm, const char *a, char *ag, size_t bytes,
                                  int own, weft_ag_launch_fn launch, const void *ctx,
                                  CUstream stream) {
@@ -159,15 +173,8 @@ weft_status_t weft_ag_gemm(weft_comm_t *comm, const void *a, void *a_gathered, c
   size_t bytes = (size_t)m * (size_t)k * weft_dtype_size(in);
   char *ag = a_gathered;
   const char *mine = a;
-  if (bytes) { /* (n == 0 still gathers A) */
-    WEFT_ARG(comm, mine && ag, "a or a_gathered is NULL");
-    WEFT_ARG(comm, weft_heap_contains(&comm->heap, ag, bytes * (size_t)world),
-             "a_gathered %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", a_gathered,
-             bytes * (size_t)world);
-    const char *slot = ag + (size_t)comm->local_rank * bytes;
-    WEFT_ARG(comm, mine == slot || mine + bytes <= ag || mine >= ag + bytes * (size_t)world,
-             "a overlaps a_gathered without being this rank's rows of it (in place)");
-  }
+  /* (n == 0 still gathers A) */
+  WEFT_CHECK(weft_ag_check(comm, "a", mine, "a_gathered", ag, bytes));
   WEFT_CHECK(weft_comm_make_current(comm));
   static const weft_algo_t algos[] = {WEFT_ALGO_COPY_ENGINE, WEFT_ALGO_SEQUENTIAL};
   ag_gemm_args_t x = {&p, m, mine, ag, b, c};

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "../runtime/comm.h"
-#include "../runtime/heap.h"
 #include "tp.h"
 
 /* The overlapped call's GEMM (a weft_ag_launch_fn) */
@@ -46,15 +45,7 @@ weft_status_t weft_ag_moe(weft_comm_t *comm, const weft_moe_routing_t *routing, 
   size_t bytes = (size_t)m * (size_t)k * weft_dtype_size(in);
   char *ag = x_gathered;
   const char *mine = x;
-  if (bytes) {
-    WEFT_ARG(comm, mine && ag, "x or x_gathered is NULL");
-    WEFT_ARG(comm, weft_heap_contains(&comm->heap, ag, bytes * (size_t)world),
-             "x_gathered %p (+%zu bytes) must lie in the symmetric heap (weft_malloc)", x_gathered,
-             bytes * (size_t)world);
-    const char *slot = ag + (size_t)comm->local_rank * bytes;
-    WEFT_ARG(comm, mine == slot || mine + bytes <= ag || mine >= ag + bytes * (size_t)world,
-             "x overlaps x_gathered without being this rank's rows of it (in place)");
-  }
+  WEFT_CHECK(weft_ag_check(comm, "x", mine, "x_gathered", ag, bytes));
   /* the GEMM over the gathered tokens, gated, its rows gathered in its loads (contiguous rows of
    * k: the AllGather's layout) */
   weft_grouped_call_t call;

@@ -48,6 +48,11 @@ typedef struct weft_gemm_rs_call {
  * copied last on the side stream); on the side stream the pushes to the peers, each followed by
  * this rank's signal on the receiver (comm->ops->ag_gemm_sig); launch(comm, ctx, stream), the
  * GEMM that waits on the signals; the join and the signals back to 0. */
+/* The checks of AllGather + GEMM's and AllGather + MoE's gathered buffer (names as the public
+ * calls name them): for bytes > 0, a and ag not NULL, ag's world * bytes in the symmetric heap,
+ * and a either this rank's slot of ag (in place) or apart from ag. */
+weft_status_t weft_ag_check(weft_comm_t *comm, const char *a_name, const char *a,
+                            const char *ag_name, const char *ag, size_t bytes);
 typedef weft_status_t (*weft_ag_launch_fn)(weft_comm_t *comm, const void *ctx, CUstream stream);
 weft_status_t weft_ag_overlapped(weft_comm_t *comm, const char *a, char *ag, size_t bytes,
                                  int own, weft_ag_launch_fn launch, const void *ctx,
