@@ -694,6 +694,30 @@ WEFT_API weft_status_t weft_moe_ar(weft_comm_t *comm, const weft_moe_routing_t *
 WEFT_API weft_status_t weft_moe_reduce_workspace_size(weft_comm_t *comm, int tokens, int n,
                                                       weft_dtype_t out, size_t *bytes);
 
+/* One tensor-parallel MoE layer's experts in one call: every rank passes its m tokens x [m,
+ * hidden] (contiguous), their router's choices topk_ids [m, topk] (int32) and weights
+ * topk_weights [m, topk] (wdtype: bf16, fp16 or fp32), and its shares of every expert's weights:
+ * w1 [experts][2 * inter, hidden] (gate rows, then up rows: inter of each expert's intermediate
+ * columns, contiguous) and w2 [experts][hidden, inter] (the same intermediate rows of its down
+ * projection, contiguous). out [m, hidden] (contiguous) = the layer's output for this rank's
+ * tokens: sum over their experts j of topk_weights[t, j] * down_j(silu(gate_j x_t) * up_j x_t),
+ * every rank's share summed. The ids and weights are gathered (weft_allgather), every token
+ * planned (weft_moe_route: 64-row tiles where the experts hold fewer than 128 rows on average,
+ * else 128), then weft_ag_moe and weft_moe_rs (AUTO) run. workspace: from weft_malloc
+ * (symmetric), at least weft_moe_tp_workspace_size bytes; it holds every intermediate. dtype:
+ * bf16 or fp16, of x, w1, w2 and out; hidden and inter multiples of 8. Collective, with the
+ * same sizes on every rank. */
+WEFT_API weft_status_t weft_moe_tp(weft_comm_t *comm, const void *x, const int32_t *topk_ids,
+                                   const void *topk_weights, weft_dtype_t wdtype, int m, int topk,
+                                   int experts, int hidden, const void *w1, const void *w2,
+                                   int inter, void *out, void *workspace, size_t workspace_bytes,
+                                   weft_dtype_t dtype, weft_stream_t stream);
+
+/* Bytes of weft_moe_tp's workspace for these sizes on this communicator. */
+WEFT_API weft_status_t weft_moe_tp_workspace_size(weft_comm_t *comm, int m, int topk, int experts,
+                                                  int hidden, int inter, weft_dtype_t wdtype,
+                                                  weft_dtype_t dtype, size_t *bytes);
+
 /* GEMM + ReduceScatter: rank r's c[m / world, n] = the sum over ranks of rows
  * [r * m / world, (r + 1) * m / world) of their A[m, k] op(B), with k this rank's share of the
  * reduction dimension. m must be a multiple of world. a: [m, k] row stride lda; b: [n, k] or

@@ -684,6 +684,39 @@ class Comm:
         return self._moe_reduced("moe_ar", plan, act, w, weights, out, plan.tokens, layout,
                                  out_dtype, stream)
 
+    def moe_tp(self, x, topk_ids, topk_weights, w1, w2, out=None, stream=None):
+        """One tensor-parallel MoE layer's experts (weft_moe_tp): x [m, hidden] this rank's
+        tokens, topk_ids [m, topk] (int32) and topk_weights [m, topk] their router's choices,
+        w1 [experts, 2 * inter, hidden] (gate rows, then up rows) and w2 [experts, hidden,
+        inter] this rank's shares; returns out [m, hidden], every rank's share summed. The
+        workspace is kept by the communicator."""
+        m, hidden = x.shape
+        experts, inter = w1.shape[0], w1.shape[1] // 2
+        topk = topk_ids.shape[1]
+        if topk_ids.dtype != torch.int32 or tuple(topk_ids.shape) != (m, topk):
+            raise TypeError("topk_ids must be an int32 tensor [m, topk]")
+        if tuple(topk_weights.shape) != (m, topk):
+            raise ValueError(f"topk_weights must be [{m}, {topk}], not {tuple(topk_weights.shape)}")
+        if tuple(w1.shape) != (experts, 2 * inter, hidden) or tuple(w2.shape) != (experts, hidden,
+                                                                                 inter):
+            raise ValueError(f"w1 [E, 2 * inter, hidden] and w2 [E, hidden, inter], not "
+                             f"{tuple(w1.shape)} and {tuple(w2.shape)}")
+        self._same(x, w1, "x and w1")
+        self._same(x, w2, "x and w2")
+        out = self._out(out, (m, hidden), x.dtype, "moe_tp's out")
+        size = ctypes.c_size_t()
+        self._call("weft_moe_tp_workspace_size", m, topk, experts, hidden, inter,
+                   _dtype(topk_weights.dtype), _dtype(x.dtype), ctypes.byref(size))
+        ws = self._scratch_buffer("moe_tp", size.value)
+        self._call("weft_moe_tp", ctypes.c_void_p(self._ptr(x, "x")),
+                   ctypes.c_void_p(self._ptr(topk_ids, "topk_ids")),
+                   ctypes.c_void_p(self._ptr(topk_weights, "topk_weights")),
+                   _dtype(topk_weights.dtype), m, topk, experts, hidden,
+                   ctypes.c_void_p(self._ptr(w1, "w1")), ctypes.c_void_p(self._ptr(w2, "w2")),
+                   inter, ctypes.c_void_p(self._ptr(out, "out")), ctypes.c_void_p(ws.data_ptr()),
+                   ctypes.c_size_t(size.value), _dtype(x.dtype), self._stream(stream))
+        return out
+
     def moe_silu_mul(self, plan, gate_up, out=None, stream=None):
         """out[plan.max_rows, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:] for the plan's
         rows in use (gate columns first), in fp32, rounded once; bf16, fp16 or fp32."""

@@ -95,6 +95,8 @@ PROTOTYPES = {
     "weft_moe_ar": (_st, [_p, _p, _p, _i, _p, _i, ctypes.c_longlong, _p, _i, _p, _p, _i, _i, _i,
                           _i, _i, _i, _p]),
     "weft_moe_reduce_workspace_size": (_st, [_p, _i, _i, _i, _psz]),
+    "weft_moe_tp": (_st, [_p, _p, _p, _p, _i, _i, _i, _i, _i, _p, _p, _i, _p, _p, _sz, _i, _p]),
+    "weft_moe_tp_workspace_size": (_st, [_p, _i, _i, _i, _i, _i, _i, _i, _psz]),
     "weft_ag_moe": (_st, [_p, _p, _p, _p, _p, _i, ctypes.c_longlong, _p, _i, _i, _i, _i, _i, _i, _i,
                           _i, _p]),
     "weft_gemm_rs": (_st, [_p, _p, _i, _p, _i, _p, _p, _i, _i, _i, _i, _i, _i, _i, _p]),

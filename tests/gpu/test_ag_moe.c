@@ -10,7 +10,8 @@
  * past inter as poisoned). Then the same call captured in a CUDA graph and replayed, and 50 calls
  * back to back with random stragglers (host and GPU delays), each bit for bit the first's (the
  * plan is in entry order and the GEMM deterministic). Last, whole tensor-parallel layers:
- * AllGather + MoE, then MoE + ReduceScatter and MoE + AllReduce, against a float64 reference.
+ * AllGather + MoE, then MoE + ReduceScatter and MoE + AllReduce, and weft_moe_tp (the layer in
+ * one call), against a float64 reference.
  */
 // weft-test: ranks=2,3,4 timeout=600
 #include "gpu_test.h"
@@ -304,7 +305,22 @@ static void layer_case(weft_comm_t *comm, weft_kernel_t *k_fill, weft_kernel_t *
   err = gemm_test_compare(comm, k_cmp, NULL, (CUdeviceptr)(uintptr_t)out_all, d_ref, tokens, h, h,
                           bf, bad);
   EXPECT(err <= 1e-2 && !bad[0], "moe_ar: normalised error %.3g (%llu non-finite)", err, bad[0]);
+  /* the same layer in one call, its own workspace */
+  size_t tp_bytes;
+  void *tp_ws;
+  OK(weft_moe_tp_workspace_size(comm, m, topk, experts, h, inter, WEFT_DTYPE_FP32, bf, &tp_bytes));
+  OK(weft_malloc(comm, tp_bytes, &tp_ws));
+  CU(cuMemsetD8(d_out, 0xff, (size_t)m * h * 2));
+  OK(weft_moe_tp(comm, (const void *)(uintptr_t)d_x, (const int32_t *)(uintptr_t)d_ids,
+                 (const void *)(uintptr_t)(d_w + (CUdeviceptr)((size_t)me * m * topk * 4)),
+                 WEFT_DTYPE_FP32, m, topk, experts, h, (const void *)(uintptr_t)w1me,
+                 (const void *)(uintptr_t)w2me, inter, (void *)(uintptr_t)d_out, tp_ws, tp_bytes,
+                 bf, NULL));
+  OK(weft_stream_synchronize(comm, NULL));
+  err = gemm_test_compare(comm, k_cmp, NULL, d_out, my_ref, m, h, h, bf, bad);
+  EXPECT(err <= 1e-2 && !bad[0], "moe_tp: normalised error %.3g (%llu non-finite)", err, bad[0]);
   OK(weft_comm_barrier(comm));
+  OK(weft_free(comm, tp_ws));
   CUdeviceptr all[] = {d_ids, d_idsall, d_w, d_ws, d_x, d_xref, d_w1, d_w2, d_act, d_out, d_racc,
                        d_ref};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cuMemFree(all[i]));

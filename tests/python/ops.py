@@ -387,6 +387,11 @@ for (m, topk, experts, inter, k, algo) in ((300, 2, 8, 128, 256, "auto"),
     check(e <= 2e-2, f"ag_moe + moe_rs {tag}: this rank's tokens, error {e:.2e}")
     e = nerr(ar, layer)
     check(e <= 2e-2, f"ag_moe + moe_ar {tag}: every token, error {e:.2e}")
+    tp = comm.moe_tp(xs[R * m:(R + 1) * m].contiguous(), ids[R * m:(R + 1) * m].contiguous(),
+                     wts[R * m:(R + 1) * m].contiguous(), w1s[R], w2s[R])
+    comm.synchronize()
+    e = nerr(tp, layer[R * m:(R + 1) * m])
+    check(e <= 2e-2, f"moe_tp {tag}: the layer in one call, error {e:.2e}")
     comm.barrier()
     comm.free(ar)
     comm.free(gathered)
