@@ -228,20 +228,22 @@ void bench_moe_ids(int tokens, int topk, int experts, int zipf, unsigned long lo
     }
 }
 
-void bench_moe_dry_run(int (*shapes)[5], int nshapes, int zipf) {
+void bench_moe_dry_run(const char *prefix, int (*shapes)[5], int nshapes, int zipf,
+                       int token_factor) {
   for (int si = 0; si < nshapes; si++) {
     const int *s = shapes[si];
-    int rows = s[0] * s[4], *ids = bench_calloc((size_t)rows, sizeof(int));
+    int tokens = s[0] * token_factor, rows = tokens * s[4];
+    int *ids = bench_calloc((size_t)rows, sizeof(int));
     int *loads = bench_calloc((size_t)s[3], sizeof(int)), lo = rows, hi = 0, empty = 0;
     unsigned hash = 0; /* of every id in order: the draws themselves */
-    bench_moe_ids(s[0], s[4], s[3], zipf, BENCH_MOE_SEED + (unsigned long long)si, ids);
+    bench_moe_ids(tokens, s[4], s[3], zipf, BENCH_MOE_SEED + (unsigned long long)si, ids);
     for (int i = 0; i < rows; i++) loads[ids[i]]++, hash = hash * 31u + (unsigned)ids[i];
     for (int e = 0; e < s[3]; e++) {
       lo = loads[e] < lo ? loads[e] : lo, hi = loads[e] > hi ? loads[e] : hi;
       empty += !loads[e];
     }
-    printf("%dx%dx%dx%dx%d: %d rows, expert loads min %d max %d, empty %d, ids hash %08x\n", s[0],
-           s[1], s[2], s[3], s[4], rows, lo, hi, empty, hash);
+    printf("%s%dx%dx%dx%dx%d: %d rows, expert loads min %d max %d, empty %d, ids hash %08x\n",
+           prefix, s[0], s[1], s[2], s[3], s[4], rows, lo, hi, empty, hash);
     free(ids), free(loads);
   }
 }

@@ -143,9 +143,11 @@ void bench_fill(void *h, size_t n, unsigned seed);
  * by weights 1 / (e + 1) (zipf), from an xorshift generator. */
 #define BENCH_MOE_SEED 0x5EED0000ull
 void bench_moe_ids(int tokens, int topk, int experts, int zipf, unsigned long long seed, int *ids);
-/* --dry-run of an MoE suite: each shape (tokens s[0], experts s[3], topk s[4], printed
- * s[0]xs[1]x...) with its routing's rows, expert loads and a hash of every id in order. */
-void bench_moe_dry_run(int (*shapes)[5], int nshapes, int zipf);
+/* --dry-run of an MoE suite: each shape (s[0]xs[1]x..., experts s[3], topk s[4]) after prefix,
+ * with its routing of s[0] * token_factor tokens: its rows, expert loads and a hash of every id
+ * in order. */
+void bench_moe_dry_run(const char *prefix, int (*shapes)[5], int nshapes, int zipf,
+                       int token_factor);
 /* The MoE suites' options: -s T,X,Y,E,TOPK (repeatable; X, Y the suite's two widths), -l nk|kn,
  * -r uniform|zipf, -d bf16|fp16, -n, -w, -G, -J, -T, --dry-run; the usage on anything else. */
 #define BENCH_MOE_MAX_SHAPES 64

@@ -112,7 +112,7 @@ int main_grouped_gemm(int argc, char **argv) {
     }
   }
   if (o.dry) { /* the shapes and their routings, no GPU (as torch_grouped_mm.py's) */
-    bench_moe_dry_run(shapes, nshapes, zipf);
+    bench_moe_dry_run("", shapes, nshapes, zipf, 1);
     return 0;
   }
   bench_t b;

@@ -78,7 +78,7 @@ int main_moe_layer(int argc, char **argv) {
       memcpy(o.shapes[o.nshapes++], defaults[i], sizeof defaults[i]);
   }
   if (o.dry) { /* the shapes and their routings, no GPU (as torch_moe_layer.py's) */
-    bench_moe_dry_run(o.shapes, o.nshapes, o.zipf);
+    bench_moe_dry_run("", o.shapes, o.nshapes, o.zipf, 1);
     return 0;
   }
   bench_t b;

@@ -3,8 +3,9 @@
  * Usage: weftrun -n N weft-bench <suite> [options]; `weft-bench <suite> -h` lists a suite's.
  * Suites: primitives (barrier, signal ping-pong, put bandwidth), allgather, reduce_scatter,
  * allreduce, alltoall and alltoallv (each beside NCCL), gemm (beside cuBLAS), grouped_gemm (beside
- * cuBLAS's grouped GEMM), moe_layer (fused and unfused; PyTorch's in bench/peers), ag_gemm, gemm_rs
- * and gemm_ar (the overlapped ops beside cuBLAS + NCCL).
+ * cuBLAS's grouped GEMM), moe_layer (fused and unfused; PyTorch's in bench/peers), ag_moe, moe_rs
+ * and moe_ar (the tensor-parallel MoE ops beside NCCL and the unfused steps), ag_gemm, gemm_rs and
+ * gemm_ar (the overlapped ops beside cuBLAS + NCCL).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@ int main_allgather(int argc, char **argv);
 int main_gemm(int argc, char **argv);
 int main_grouped_gemm(int argc, char **argv);
 int main_moe_layer(int argc, char **argv);
+int main_ag_moe(int argc, char **argv);
+int main_moe_rs(int argc, char **argv);
+int main_moe_ar(int argc, char **argv);
 int main_reduce_scatter(int argc, char **argv);
 int main_allreduce(int argc, char **argv);
 int main_alltoall(int argc, char **argv);
@@ -54,6 +58,19 @@ static const struct {
      "combine), fused and unfused",
      "[-s T,H,I,E,TOPK]... [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] "
      "[-T seconds] [-J file.json] [--dry-run]"},
+    {"ag_moe", main_ag_moe,
+     "weft_ag_moe (AllGather + MoE) beside NCCL AllGather + the unfused grouped GEMM and activation",
+     "[-s M,H,I,E,TOPK]... [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] "
+     "[-T seconds] [-J file.json] [--dry-run]"},
+    {"moe_rs", main_moe_rs,
+     "weft_moe_rs (MoE + ReduceScatter) beside the unfused grouped GEMM and combine + NCCL "
+     "ReduceScatter",
+     "[-s M,H,I,E,TOPK]... [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] "
+     "[-T seconds] [-J file.json] [--dry-run]"},
+    {"moe_ar", main_moe_ar,
+     "weft_moe_ar (MoE + AllReduce) beside the unfused grouped GEMM and combine + NCCL AllReduce",
+     "[-s M,H,I,E,TOPK]... [-r uniform|zipf] [-d bf16|fp16] [-n iters] [-w warmup] [-G 0|1] "
+     "[-T seconds] [-J file.json] [--dry-run]"},
     {"reduce_scatter", main_reduce_scatter,
      "weft_reduce_scatter beside ncclReduceScatter (-a auto|ce|sm; -d fp16|bf16|fp32)", SWEEP_OPTS},
     {"allreduce", main_allreduce,
@@ -79,6 +96,8 @@ static const char legend[] =
     "  -l nk|kn     B stored [n, k] or [k, n] (grouped_gemm: each expert's weights)\n"
     "  -s T,N,K,E,TOPK  grouped_gemm: T tokens to TOPK of E experts of [N, K] weights\n"
     "  -s T,H,I,E,TOPK  moe_layer: hidden H, expert intermediate I (W1 [E, 2I, H], W2 [E, H, I])\n"
+    "  -s M,H,I,E,TOPK  ag_moe, moe_rs, moe_ar: M tokens a rank (moe_ar: on every rank), I over\n"
+    "               the ranks\n"
     "  -r ROUTING   grouped_gemm, moe_layer: uniform (default) or zipf (expert e chosen by\n"
     "               1 / (e + 1))\n"
     "  -d TYPE      the data type\n"
