@@ -50,11 +50,14 @@ if [ "$ngpu" -ge 2 ]; then
     run gemm_ar-np$n "$n" gemm_ar
     # AUTO with the autotuner: each shape's plan timed on its check call
     for op in ag_gemm gemm_rs gemm_ar; do run $op-tuned-np$n "$n" $op --autotune; done
+    # the tensor-parallel MoE ops beside NCCL and the unfused steps
+    for op in ag_moe moe_rs moe_ar; do run $op-np$n "$n" $op; done
   done
 else
   echo "primitives and the collectives: need 2 GPUs, skipped"
 fi
-# the peer column: PyTorch async-TP beside cuBLAS + NCCL on the same shapes (bench/peers/README.md)
+# the peer columns: PyTorch async-TP beside cuBLAS + NCCL, and PyTorch's tensor-parallel MoE ops
+# on torch.distributed, on the same shapes (bench/peers/README.md)
 if [ "$ngpu" -lt 2 ]; then
   echo "torch async-TP peer column: needs 2 GPUs, skipped"
 elif ! python3 -c "import torch" >/dev/null 2>&1; then
@@ -64,6 +67,10 @@ else
     echo "== torch_async_tp-np$n (ranks $n)"
     python3 -m torch.distributed.run --standalone --nproc-per-node "$n" bench/peers/torch_async_tp.py \
       -J "$logs/torch_async_tp-np$n.json" 2>&1 | tee "$logs/torch_async_tp-np$n.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    echo "== torch_moe_tp-np$n (ranks $n)"
+    python3 -m torch.distributed.run --standalone --nproc-per-node "$n" bench/peers/torch_moe_tp.py \
+      -J "$logs/torch_moe_tp-np$n.json" 2>&1 | tee "$logs/torch_moe_tp-np$n.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done
 fi

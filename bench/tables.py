@@ -14,7 +14,9 @@ build/bench-logs), groups the rows by suite and world size, and prints one table
     column where a torch_async_tp JSON of the same world size is given; the geometric mean;
   MoE (grouped_gemm, moe_layer; one GPU): per shape weft, cuBLAS's grouped GEMM and the dense
     GEMM of equal FLOPs (grouped_gemm), weft unfused (moe_layer), and PyTorch's time
-    (torch_grouped_mm, torch_moe_layer JSON of the same shape and routing) with the ratios.
+    (torch_grouped_mm, torch_moe_layer JSON of the same shape and routing) with the ratios;
+  tensor-parallel MoE (ag_moe, moe_rs, moe_ar): weft, NCCL + the unfused steps, PyTorch
+    (torch_moe_tp JSON of the same world size and routing).
 Then the targets (docs/benchmarks.md, stated for 4 ranks; shown for every world size): each line
 says the rows it covers, the worst figure among them and whether it holds. Nothing is measured
 here: the figures are the JSON's, which weft-bench took in one run, interleaved.
@@ -26,6 +28,7 @@ import sys
 
 COLLECTIVES = ["allgather", "reduce_scatter", "allreduce", "alltoall", "alltoallv"]
 MOE = {"grouped_gemm": "torch_grouped_mm", "moe_layer": "torch_moe_layer"}
+MOE_TP = ["ag_moe", "moe_rs", "moe_ar"]
 OVERLAP = ["ag_gemm", "gemm_rs", "gemm_ar"]
 KB, MB = 1 << 10, 1 << 20
 
@@ -47,6 +50,11 @@ def load(paths):
             print(f"<!-- {f}: not read ({e}) -->")
             continue
         if not isinstance(d, dict) or "rows" not in d:
+            continue
+        if d.get("peer") == "torch_moe_tp":  # by (suite, ranks, routing, shape name)
+            for r in d["rows"]:
+                peers[(r["suite"], d["ranks"], d.get("routing", "uniform"), r["name"])] = \
+                    r["torch_us"]
             continue
         if d.get("peer") in MOE.values():  # by (suite, routing, shape name)
             routing = "zipf" if "zipf" in os.path.basename(f) else "uniform"
@@ -214,6 +222,22 @@ def moe_targets(suite, routing, rows, peers, g):
               lambda v: v >= 1.2, times)
 
 
+def moe_tp_table(suite, ranks, label, rows, peers):
+    """A tensor-parallel MoE suite's file: weft, NCCL + unfused and PyTorch (torch_moe_tp), us."""
+    routing = "zipf" if "zipf" in label else "uniform"
+    print(f"\n### {suite}, {ranks} ranks, {routing} routing ({label}); us\n")
+    print("| M, H, I, E, topk | weft | NCCL + unfused | NCCL + unfused / weft | PyTorch | "
+          "PyTorch / weft | err |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        t = peers.get((suite, ranks, routing, r["name"]))
+        tt = f"{t:.1f} | {t / r['weft_us']:.3f}x" if t else "— | —"
+        print(f"| {r['M']}, {r['H']}, {r['I']}, {r['E']}, {r['topk']} | {r['weft_us']:.1f} "
+              f"| {r['baseline_us']:.1f} | {r['ratio']:.3f}x | {tt} | {r['err']:.1e} |")
+    g = geomean([r["ratio"] for r in rows])
+    print(f"\nGeometric mean, NCCL + unfused time / weft's: {g:.3f}x ({len(rows)} shapes)")
+
+
 def main(argv):
     paths = [a for a in argv if not a.startswith("--")]
     if not paths:
@@ -234,6 +258,8 @@ def main(argv):
             routing, with_torch, g = moe_table(suite, label, rows, peers)
             print()
             moe_targets(suite, routing, with_torch, peers, g)
+        elif suite in MOE_TP:
+            moe_tp_table(suite, ranks, label, rows, peers)
     return 0
 
 
