@@ -59,6 +59,12 @@ files = {
          "weft_unfused_us": 260.0, "err": 1e-3}]},
     "torch_moe_layer.json": {"peer": "torch_moe_layer", "ranks": 1, "rows": [
         {"suite": "moe_layer", "name": "c", "torch_moe_layer_us": 300.0}]},
+    # AllGather + MoE at 4 ranks: NCCL + unfused 1.25x weft's time, PyTorch 2x
+    "ag_moe-np4.json": {"suite": "ag_moe", "ranks": 4, "rows": [
+        {"name": "d", "M": 1024, "H": 2048, "I": 1408, "E": 60, "topk": 4, "weft_us": 400.0,
+         "baseline_us": 500.0, "ratio": 1.25, "err": 2e-3}]},
+    "torch_moe_tp-np4.json": {"peer": "torch_moe_tp", "ranks": 4, "routing": "uniform", "rows": [
+        {"suite": "ag_moe", "name": "d", "torch_us": 800.0}]},
 }
 want = [
     "### allreduce, 4 ranks (allreduce)",
@@ -81,6 +87,9 @@ want = [
     "worst 0.950x: holds",
     "| 4096, 2048, 768, 128, 8 | 200.0 | 260.0 | 1.300x | 1546 | 300.0 | 1.500x | 1.0e-03 |",
     "- moe_layer (uniform) at least 1.2x the PyTorch layer: 1 rows, worst 1.500x: holds",
+    "### ag_moe, 4 ranks, uniform routing (ag_moe-np4); us",
+    "| 1024, 2048, 1408, 60, 4 | 400.0 | 500.0 | 1.250x | 800.0 | 2.000x | 2.0e-03 |",
+    "Geometric mean, NCCL + unfused time / weft's: 1.250x (1 shapes)",
 ]
 with tempfile.TemporaryDirectory() as d:
     for name, data in files.items():
