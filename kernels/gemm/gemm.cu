@@ -185,6 +185,7 @@
 #include "kernels/gemm/hooks.cuh"
 #include "kernels/gemm/tile.cuh"
 #include "kernels/gemm/allreduce.cuh"
+#include "kernels/gemm/gated.h"
 #include "kernels/moe.h"
 
 /* ---------------------------------------------------------------------------------------- */

@@ -118,10 +118,9 @@ for (int kb = w.kb0; kb < w.kb1; kb++) {
   const u32 b_dst = sB + stage * WEFT_GEMM_B_BYTES;
 #if WEFT_GEMM_GATED
   /* the tile's B columns: per warpgroup block, its output columns' gate columns (from the first
-   * half of B's N) then their up columns (from the second): chunks of WG_N/2 */
+   * half of B's N) then their up columns (from the second): chunks of WG_N/2 (gated.h) */
   const int half = WEFT_GEMM_WG_N / 2;
-#define WEFT_GEMM_GATED_SRC(col) \
-  ((((col) / half) & 1) * (N / 2) + w.n0 / 2 + (col) / (2 * half) * half + (col) % half)
+#define WEFT_GEMM_GATED_SRC(col) weft_gemm_gated_source((col), half, w.n0, N)
 #endif
 #if WEFT_GEMM_B_KMAJOR && WEFT_GEMM_GATED
   /* [N,K] B: one box of WG_N/2 rows a chunk (128 bytes a row) */
