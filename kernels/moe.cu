@@ -20,6 +20,8 @@
  *   weft_moe_gather  grid: row r of out = the token row of entry row_entry[r] (zeros in padding)
  *   weft_moe_silu_mul, weft_moe_combine   the unfused steps of a layer between and after its
  *                    grouped GEMMs: the gated activation, and the top-k weighted sum into token order
+ *   weft_moe_arrival_order   AllGather + MoE's tile order: the plan's tiles by the arrival of their
+ *                    tokens' ranks
  */
 #include <weft/device.cuh>
 
@@ -122,6 +124,49 @@ extern "C" __global__ void weft_moe_place(const int *ids, long long entries, lon
       }
       __syncthreads();
     }
+  }
+}
+
+/* AllGather + MoE's tile order (one block): the plan's rows in use as tiles of bm rows, each
+ * keyed by the step at which the last of its tokens' ranks arrives at rank `me` (rank q's tokens
+ * are entries [q * per_rank, (q + 1) * per_rank); q's arrive at step (q - me) mod world: its own
+ * at 0, then me + 1, me + 2, ...); order[] = the tiles sorted by key, stably (keys: scratch of as
+ * many ints). A tile of padding only is keyed 0. */
+extern "C" __global__ void __launch_bounds__(WEFT_MOE_PLAN_THREADS)
+weft_moe_arrival_order(const int *row_entry, const int *tiles, int tile_rows, int bm,
+                       long long per_rank, int me, int world, int *keys, int *order) {
+  __shared__ int next[WEFT_MAX_LOCAL_RANKS];
+  const int n = (int)((long long)*tiles * tile_rows / bm);
+  for (int k = threadIdx.x; k < world; k += blockDim.x) next[k] = 0;
+  __syncthreads();
+  for (int t = threadIdx.x; t < n; t += blockDim.x) {
+    int r0 = t * bm, r1 = r0 + bm - 1, key = 0;
+    while (r1 >= r0 && row_entry[r1] < 0) r1--;
+    if (r1 >= r0) { /* the tile's ranks are q0..q1 (its rows are one expert's, in token order) */
+      const int q0 = (int)(row_entry[r0] / per_rank), q1 = (int)(row_entry[r1] / per_rank);
+      key = q1 < me ? q1 - me + world : q0 >= me ? q1 - me : world - 1;
+    }
+    keys[t] = key;
+    atomicAdd(&next[key], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) /* each key's first place */
+    for (int k = 0, at = 0; k < world; k++) {
+      const int c = next[k];
+      next[k] = at;
+      at += c;
+    }
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  /* one warp places the tiles in order, each after the earlier ones of its key */
+  const int lane = threadIdx.x;
+  for (int base = 0; base < n; base += 32) {
+    const int t = base + lane, key = t < n ? keys[t] : -1;
+    const unsigned same = __match_any_sync(0xffffffffu, key);
+    if (t < n) order[next[key] + __popc(same & ((1u << lane) - 1u))] = t;
+    __syncwarp();
+    if (t < n && lane == __ffs(same) - 1) next[key] += __popc(same);
+    __syncwarp();
   }
 }
 

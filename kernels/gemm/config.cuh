@@ -152,7 +152,10 @@
  *                        entries in token order, so they are the ranks from its first row's to
  *                        its last entry row's), then the warpgroup goes on together (named
  *                        barrier 1). A timed-out wait reports "ag_moe tile <t>" with the rank as
- *                        signal and traps; an abort reports and goes on (the results void)
+ *                        signal and traps; an abort reports and goes on (the results void). The
+ *                        tile rows run in the order of group_order (param 47): tile row tm of the
+ *                        decoded order is group_order[tm], the tiles sorted by their tokens'
+ *                        arrival
  *   WEFT_GEMM_SPLITK     [0] 1: split-K with fp32 workspace reduction (CLUSTER_M must be 1)
  *   WEFT_GEMM_LL         [0] 1 (with SPLITK, no hook): the LL epilogue of GEMM + AllReduce's LL
  *                        form. C is not written: each 8 bytes of C (element index row * ldc +

@@ -101,6 +101,8 @@
  *  44  int topk                         weights [tokens, topk] and topk (kernels/moe.h)
  *  45  const void *gather_a             A_GATHER only (passed to every kernel): the tokens A's
  *  46  long long gather_lda             rows are gathered from, and their row stride (elements)
+ *  47  const int *group_order           GROUP_WAIT only (passed to every kernel): the tile rows
+ *                                       in the order to compute them (weft_moe_arrival_order)
  *
  * Tensor maps (cuTensorMapEncodeTiled, rank 2, innermost dimension first, 128B swizzle on all,
  * interleave none, L2 promotion 256B (128B where the row stride is no multiple of 256 bytes),
@@ -213,6 +215,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
 #if WEFT_GEMM_A_GATHER
               , const void *gather_a, long long gather_lda
+#endif
+#if WEFT_GEMM_GROUP_WAIT
+              , const int *group_order
 #endif
     ) {
   extern __shared__ __align__(1024) unsigned char weft_gemm_dyn_smem[];
@@ -414,6 +419,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       for (int p = cluster_id; p < num_work; p += num_clusters) {
         weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                               first_tail, cta_rank);
+#if WEFT_GEMM_GROUP_WAIT
+        weft_gemm_group_reorder(&w, group_order, N);
+#endif
 #if WEFT_GEMM_HOOK_WAIT
         /* the waiter (thread 96) has read this tile's signals; then tell it to go on to the next */
         weft_gemm_mbar_wait(wait_bar, wait_seq & 1); /* .acquire.cta */
@@ -528,6 +536,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     for (int p = cluster_id; p < num_work; p += num_clusters) {
       weft_gemm_work_t w = weft_gemm_decode(p, M, N, K, order_table, order_rotate_m, k_splits,
                                             first_tail, cta_rank);
+#if WEFT_GEMM_GROUP_WAIT
+      weft_gemm_group_reorder(&w, group_order, N);
+#endif
       /* the mainloop's consumer side: the item's wgmmas into d */
 #include "kernels/gemm/mainloop_mma.cuh"
 

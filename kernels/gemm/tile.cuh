@@ -98,4 +98,16 @@ __device__ __forceinline__ weft_gemm_work_t weft_gemm_decode(int p, int M, int N
   return w;
 }
 
+#if WEFT_GEMM_GROUP_WAIT
+/* AllGather + MoE's tile order (kernels/gemm/config.cuh, WEFT_GEMM_GROUP_WAIT): the item's tile
+ * row is the order's entry at the decoded one (a permutation of the rows in use:
+ * weft_moe_arrival_order), so that the tiles whose tokens arrive first run first. */
+__device__ __forceinline__ void weft_gemm_group_reorder(weft_gemm_work_t *w, const int *order,
+                                                        int N) {
+  const int tiles_n = (N + WEFT_GEMM_BN - 1) / WEFT_GEMM_BN, tm = order[w->m0 / WEFT_GEMM_BM];
+  w->m0 = tm * WEFT_GEMM_BM;
+  w->tile = tm * tiles_n + w->n0 / WEFT_GEMM_BN;
+}
+#endif
+
 #endif

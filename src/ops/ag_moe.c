@@ -10,7 +10,8 @@
  * peers on the side stream, each followed by its rank's signal on the receiver), and every tile of
  * the grouped GEMM waits only for the ranks whose tokens its rows hold (WEFT_GEMM_GROUP_WAIT:
  * the plan holds each expert's entries in token order, rank after rank, so a tile's are the ranks
- * from its first row's to its last's) - the dynamic tile mapping of TileLink, §4.1 and Figure 5.
+ * from its first row's to its last's), its tiles in the order their tokens arrive in
+ * (weft_moe_arrival_order) - the dynamic tile mapping of TileLink, §4.1 and Figure 5.
  * Sequential: weft_allgather, then the grouped GEMM.
  */
 #include "grouped.h"
@@ -66,10 +67,21 @@ weft_status_t weft_ag_moe(weft_comm_t *comm, const weft_moe_routing_t *routing, 
                               stream));
     return weft_grouped_launch(comm, &call, (CUstream)stream);
   }
-  /* each tile waits for its ranks' signals: signal s covers tokens [s * m, (s + 1) * m) */
-  call.h.wait_signals = comm->ops->ag_gemm_sig;
+  /* each tile waits for its ranks' signals (signal s covers tokens [s * m, (s + 1) * m)), the
+   * tiles in the order their tokens arrive in. The order and its keys live in the GEMM's split
+   * workspace, which the grouped kernel (never split) leaves unused. */
+  weft_ops_t *o = comm->ops;
+  long long bm_tiles = routing->max_rows / call.cfg.bm;
+  if ((size_t)(2 * bm_tiles) * sizeof(int) > o->gemm_ws_floats * sizeof(float))
+    return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
+                    "ag_moe: %lld tile rows exceed the tile order's room", bm_tiles);
+  int *keys = (int *)o->gemm_ws, *order = keys + bm_tiles;
+  call.h.wait_signals = o->ag_gemm_sig;
   call.h.wait_rows = m;
   call.h.wait_expected = 1;
+  call.h.group_order = order;
   WEFT_CHECK(weft_gemm_prepare(comm, &call.p, &call.cfg, &call.h)); /* before anything it waits for */
+  WEFT_CHECK(weft_moe_arrival_order(comm, routing, call.cfg.bm, (long long)m * routing->topk,
+                                    comm->local_rank, world, keys, order, stream));
   return weft_ag_overlapped(comm, mine, ag, bytes, 0, ag_moe_launch, &call, (CUstream)stream);
 }

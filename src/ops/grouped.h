@@ -37,4 +37,13 @@ weft_status_t weft_grouped_setup(weft_comm_t *comm, const weft_moe_routing_t *ro
 weft_status_t weft_grouped_launch(weft_comm_t *comm, const weft_grouped_call_t *call,
                                   CUstream stream);
 
+/* AllGather + MoE's tile order (kernels/moe.cu, weft_moe_arrival_order) on stream: the plan's
+ * rows in use as tiles of bm rows (bm divides the plan's tile_rows), sorted stably by the step at
+ * which the last of their tokens' ranks arrives at rank me of world (per_rank entries a rank,
+ * rank q's at step (q - me) mod world) into order; keys: scratch. Both hold routing->max_rows /
+ * bm ints. */
+weft_status_t weft_moe_arrival_order(weft_comm_t *comm, const weft_moe_routing_t *routing, int bm,
+                                     long long per_rank, int me, int world, int *keys, int *order,
+                                     weft_stream_t stream);
+
 #endif /* WEFT_OPS_GROUPED_H */

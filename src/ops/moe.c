@@ -3,7 +3,7 @@
  * checks, the plan's workspace layout and the launches of kernels/moe.cu (see there for the kernels; kernels/moe.h for the plan's
  * arithmetic). Local to this GPU.
  */
-#include "ops.h"
+#include "grouped.h"
 
 #include <limits.h>
 
@@ -23,6 +23,7 @@ weft_status_t weft_moe_init(weft_comm_t *comm) {
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_place", &o->moe_place));
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_silu_mul", &o->moe_silu_mul));
   WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_combine", &o->moe_combine));
+  WEFT_CHECK(weft_module_get_kernel(o->moe, "weft_moe_arrival_order", &o->moe_arrival_order));
   return weft_module_get_kernel(o->moe, "weft_moe_gather", &o->moe_gather);
 }
 
@@ -230,4 +231,19 @@ weft_status_t weft_moe_combine(weft_comm_t *comm, const weft_moe_routing_t *rout
   void *args[] = {(void *)&y, (void *)&routing->entry_row, (void *)&weights, &wtype, &tokens,
                   &topk, &h, &type, &out};
   return weft_kernel_launch(comm->ops->moe_combine, &cfg, args, stream);
+}
+
+weft_status_t weft_moe_arrival_order(weft_comm_t *comm, const weft_moe_routing_t *routing, int bm,
+                                     long long per_rank, int me, int world, int *keys, int *order,
+                                     weft_stream_t stream) {
+  WEFT_ARG(comm, routing && bm > 0 && routing->tile_rows % bm == 0 && per_rank > 0 && me >= 0 &&
+                     me < world && world <= WEFT_MAX_LOCAL_RANKS && keys && order,
+           "moe arrival order: bm %d, %lld entries a rank, rank %d of %d", bm, per_rank, me,
+           world);
+  weft_launch_config_t one = WEFT_LAUNCH_CONFIG_INIT;
+  one.block[0] = WEFT_MOE_PLAN_THREADS;
+  int tile_rows = routing->tile_rows;
+  void *args[] = {(void *)&routing->row_entry, (void *)&routing->tiles, &tile_rows, &bm,
+                  &per_rank, &me, &world, &keys, &order};
+  return weft_kernel_launch(comm->ops->moe_arrival_order, &one, args, stream);
 }

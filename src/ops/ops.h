@@ -113,7 +113,8 @@ typedef struct weft_ops {
   size_t a2a_ll_slot;
   /* MoE routing (kernels/moe.cu) */
   struct weft_module *moe;
-  struct weft_kernel *moe_count, *moe_plan, *moe_place, *moe_gather, *moe_silu_mul, *moe_combine;
+  struct weft_kernel *moe_count, *moe_plan, *moe_place, *moe_gather, *moe_silu_mul, *moe_combine,
+      *moe_arrival_order;
   /* fork/join of copy-engine work over the side stream */
   CUstream side; /* beside the caller's: copies and consumers that run next to a kernel */
   CUevent fork, join;

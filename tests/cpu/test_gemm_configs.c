@@ -564,7 +564,10 @@ int main(int argc, char **argv) {
             }
             if (epi) hg.group_entry = &group_tiles, hg.group_topk = 8;
             if (gated) hg.gather_a = &group_weights, hg.gather_lda = k;
-            if (epi == 3) hg.wait_signals = &group_signal, hg.wait_rows = 512, hg.wait_expected = 1;
+            if (epi == 3) {
+              hg.wait_signals = &group_signal, hg.wait_rows = 512, hg.wait_expected = 1;
+              hg.group_order = &group_tiles;
+            }
             add(&pg, &cg, &hg);
           }
 

@@ -5,12 +5,14 @@
  * experts: every expert's count and padded offset, the tile table (and -1 past it), every row's
  * entry (each expert's rows hold exactly its entries, in entry order; padding and the rows past
  * the end -1), entry_row the inverse of row_entry, and every gathered row bit for bit (zeros in
- * padding, the rows past the end untouched); the workspace and the output poisoned before each call. Then an
+ * padding, the rows past the end untouched), and AllGather + MoE's tile order (every tile once,
+ * stably sorted by its tokens' ranks' arrival, for 2 to 4 ranks, each the receiver); the workspace and the output poisoned before each call. Then an
  * expert id out of range (the plan empty, that entry -1, WEFT_STATUS_INVALID_ARGUMENT once, the
  * communicator usable), and the routing and gather captured in a CUDA graph, replayed on new ids.
  */
 // weft-test: ranks=1 timeout=300
 #include "gpu_test.h"
+#include "ops/grouped.h" /* weft_moe_arrival_order */
 
 #define POISON 0x7f7f7f7f
 
@@ -158,6 +160,45 @@ static int run_case(weft_comm_t *comm, const moe_case_t *c, unsigned long long *
     }
     EXPECT(!wrong, "gather: %lld of %lld elements wrong, the first at %lld", wrong,
            max_rows * c->hidden, first);
+    /* AllGather + MoE's tile order, as if these tokens were world ranks' (each rank's entries
+     * per_rank of them, every rank in turn the receiver): the tiles of bm rows in use, sorted
+     * stably by the arrival step of the last of their ranks */
+    for (int bm = 64; bm <= 128 && c->tile % bm == 0 && entries; bm *= 2)
+      for (int world = 2; world <= 4; world++)
+        for (int me = 0; me < world; me++) {
+          long long per = (entries + world - 1) / world, n = (long long)tiles * c->tile / bm;
+          CUdeviceptr d_ord;
+          CU(cuMemAlloc(&d_ord, (size_t)(2 * (max_rows / bm) + 1) * sizeof(int)));
+          int *kd = (int *)(uintptr_t)d_ord, *od = kd + max_rows / bm;
+          OK(weft_moe_arrival_order(comm, &r, bm, per, me, world, kd, od, (weft_stream_t)s));
+          OK(weft_stream_synchronize(comm, (weft_stream_t)s));
+          int *ord = malloc((size_t)(n ? n : 1) * sizeof(int)), *key = malloc((size_t)(n ? n : 1) * sizeof(int));
+          unsigned char *hit = calloc((size_t)(n ? n : 1), 1);
+          if (!ord || !key || !hit) exit(1);
+          if (n) CU(cuMemcpyDtoH(ord, (CUdeviceptr)(uintptr_t)od, (size_t)n * sizeof(int)));
+          int bad = 0;
+          for (long long t = 0; t < n; t++) { /* each tile's key, from the host's plan */
+            long long r0 = t * bm, r1 = r0 + bm - 1;
+            while (r1 >= r0 && row_entry[r1] < 0) r1--;
+            int k = 0;
+            for (long long q = r1 >= r0 ? row_entry[r0] / per : 0; r1 >= r0 && q <= row_entry[r1] / per; q++) {
+              int step = (int)((q - me + world) % world);
+              k = step > k ? step : k;
+            }
+            key[t] = k;
+          }
+          for (long long i = 0; i < n && !bad; i++) {
+            int t = ord[i];
+            bad = t < 0 || t >= n || hit[t]++ ||
+                  (i && (key[ord[i - 1]] > key[t] || (key[ord[i - 1]] == key[t] && ord[i - 1] > t)));
+            if (bad)
+              EXPECT(0, "tile order (bm %d, rank %d of %d): position %lld holds tile %d (key %d), "
+                     "after tile %d (key %d)", bm, me, world, i, t, t >= 0 && t < n ? key[t] : -1,
+                     i ? ord[i - 1] : -1, i && ord[i - 1] >= 0 && ord[i - 1] < n ? key[ord[i - 1]] : -1);
+          }
+          free(ord), free(key), free(hit);
+          CU(cuMemFree(d_ord));
+        }
   }
   if (exec) CU(cuGraphExecDestroy(exec));
   CU(cuStreamDestroy(s));

@@ -117,7 +117,8 @@ typedef struct weft_gemm_hooks {
    * gather_a, A's rows gathered from the tokens (WEFT_GEMM_A_GATHER: row r of A is row entry /
    * group_topk of gather_a, row stride gather_lda elements; a and lda unused), which may wait
    * for its tokens' ranks (wait_signals: signal s covers tokens [s * wait_rows, +wait_rows);
-   * WEFT_GEMM_GROUP_WAIT) */
+   * WEFT_GEMM_GROUP_WAIT), its tile rows then in group_order's order */
+  const int *group_order;
   const int *group_entry;
   int group_topk, group_gated;
   const void *combine_weights;

@@ -168,7 +168,8 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   if (grouped && (!h->group_tiles || h->group_rows < cfg->bm || h->group_rows % cfg->bm ||
                   h->group_experts < 1 || h->group_stride < 1 || cfg->cluster != 1 ||
                   cfg->splitk || tail_split(cfg) || cfg->swap_ab ||
-                  (h->wait_signals && (!h->gather_a || h->wait_rows < 1 || h->a_own)) ||
+                  (h->wait_signals &&
+                   (!h->gather_a || h->wait_rows < 1 || h->a_own || !h->group_order)) ||
                   h->notify_counters || h->order_table || h->ll_area || h->ar_staging))
     return WEFT_ERR(comm, WEFT_STATUS_INVALID_ARGUMENT,
                     "gemm: the grouped GEMM needs an unclustered, unsplit TMA-store configuration "
@@ -321,19 +322,21 @@ weft_status_t weft_gemm_launch(weft_comm_t *comm, const weft_gemm_problem_t *p,
   const int *h_group_expert = grouped ? h->group_expert : NULL;
   const int *h_group_tiles = grouped ? h->group_tiles : NULL;
   int group_rows = grouped ? h->group_rows : 0;
-  /* params 42-46, the combine epilogue's and the gathered A's (passed to every kernel) */
+  /* params 42-47, the combine epilogue's, the gathered A's and its wait's (passed to every
+   * kernel) */
   const int *g_entry = combine || gather ? h->group_entry : NULL;
   const void *comb_weights = combine ? h->combine_weights : NULL;
   int g_topk = combine || gather ? h->group_topk : 0;
   const void *g_a = gather ? h->gather_a : NULL;
   long long g_lda = gather ? h->gather_lda : 0;
+  const int *g_order = grouped && h->wait_signals ? h->group_order : NULL; /* param 47 */
   void *args[] = {&ta,    &tb,       &tc,      &cp,     &M,     &N,  &K,   &table, &rot, &sig, &wrows,
                   &expected, &timeout, &notify, &nrows, &ws, &ctr, &ks,   &err,   &ldc, &stride,
                   &tail, &ll_epoch, &ll_slot, &rank, &world, &town, &own_row0, &own_rows,
                   &tcall, &ar_staging, &ar_slot, &ar_flags, &ar_row0, &ar_rows, &ar_chunk, &ar_c,
                   &tatail, &a_tail_rows, (void *)&h_group_expert, (void *)&h_group_tiles,
                   &group_rows, (void *)&g_entry, (void *)&comb_weights, &g_topk, (void *)&g_a,
-                  &g_lda};
+                  &g_lda, (void *)&g_order};
   WEFT_TRACE("gemm %dx%dx%d: %dx%d tiles, %d stages, cluster %d, group %d, split-K %d (%d), tail %d, "
              "swap %d, %u CTAs, hooks: wait %d notify %d scatter %d ar %d", M, N, K, cfg->bm, cfg->bn,
              cfg->stages, cfg->cluster, cfg->group, cfg->splitk, ks, tail, cfg->swap_ab, lc.grid[0],
