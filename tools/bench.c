@@ -285,6 +285,11 @@ void bench_moe_options(bench_moe_opts_t *o, const char *suite, int argc, char **
   }
 }
 
+void bench_moe_weights(long long entries, int shape_index, float *w) {
+  unsigned long long s = 0x9e3779b97f4a7c15ull * (unsigned long long)(shape_index + 1);
+  for (long long q = 0; q < entries; q++) w[q] = (float)(1 + moe_rand(&s) % 1000) / 1000.f;
+}
+
 int bench_moe_min_load(const int *ids, long long entries, int experts) {
   int *loads = bench_calloc((size_t)experts, sizeof(int)), lo = INT_MAX;
   for (long long i = 0; i < entries; i++) loads[ids[i]]++;

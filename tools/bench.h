@@ -157,6 +157,9 @@ typedef struct bench_moe_opts {
   const char *dtype, *json;
 } bench_moe_opts_t;
 void bench_moe_options(bench_moe_opts_t *o, const char *suite, int argc, char **argv);
+/* The routing weights of an MoE suite's shape i: entries floats in (0, 1], the same on every
+ * rank (an xorshift sequence from the shape's index). */
+void bench_moe_weights(long long entries, int shape_index, float *w);
 /* The smallest expert load of a routing (the dense-rate target's condition). */
 int bench_moe_min_load(const int *ids, long long entries, int experts);
 

@@ -127,11 +127,7 @@ int main_moe_layer(int argc, char **argv) {
     float *w = bench_calloc((size_t)entries, sizeof(float));
     bench_moe_ids(x.tokens, x.topk, x.experts, o.zipf, BENCH_MOE_SEED + (unsigned long long)si,
                   ids);
-    unsigned long long ws = 0x9e3779b97f4a7c15ull * (unsigned long long)(si + 1);
-    for (long long q = 0; q < entries; q++) {
-      ws ^= ws << 13, ws ^= ws >> 7, ws ^= ws << 17;
-      w[q] = (float)(1 + ws % 1000) / 1000.f;
-    }
+    bench_moe_weights(entries, si, w);
     CU(cuMemcpyHtoD(x.ids, ids, (size_t)entries * 4));
     CU(cuMemcpyHtoD(x.weights, w, (size_t)entries * 4));
     /* x and both weight sets uniform in [-1, 1) */

@@ -213,11 +213,7 @@ static int main_tp(int op, int argc, char **argv) {
       OK(weft_malloc(b.comm, x.red_bytes, &x.red));
       OK(weft_malloc(b.comm, t * h * es, &x.out_sym));
       float *w = bench_calloc((size_t)entries, sizeof(float));
-      unsigned long long ws = 0x9e3779b97f4a7c15ull * (unsigned long long)(si + 1);
-      for (long long q = 0; q < entries; q++) { /* the same on every rank */
-        ws ^= ws << 13, ws ^= ws >> 7, ws ^= ws << 17;
-        w[q] = (float)(1 + ws % 1000) / 1000.f;
-      }
+      bench_moe_weights(entries, si, w); /* the same on every rank */
       CU(cuMemcpyHtoD(x.weights, w, (size_t)entries * 4));
       free(w);
       unsigned long long s1 = seed + 1, s2 = seed + 2;

@@ -33,6 +33,16 @@ weft_status_t weft_grouped_setup(weft_comm_t *comm, const weft_moe_routing_t *ro
                                  int c_rows, int k, weft_dtype_t in, weft_dtype_t out,
                                  weft_gemm_layout_t layout, weft_grouped_call_t *call);
 
+/* The combine's own arguments (weft_grouped_gemm_combine, weft_moe_rs, weft_moe_ar): the routing
+ * weights there, of bf16, fp16 or fp32, and 16-byte rows of C (n and ldc multiples of 8). */
+weft_status_t weft_grouped_combine_check(weft_comm_t *comm, const void *weights,
+                                         weft_dtype_t wdtype, int n, int ldc);
+
+/* Whether t is a dtype the routing weights may have (bf16, fp16, fp32). */
+static inline int weft_moe_weights_dtype(weft_dtype_t t) {
+  return t == WEFT_DTYPE_BF16 || t == WEFT_DTYPE_FP16 || t == WEFT_DTYPE_FP32;
+}
+
 /* Enqueues a set-up call on stream: C zeroed first for the combine, then the GEMM. */
 weft_status_t weft_grouped_launch(weft_comm_t *comm, const weft_grouped_call_t *call,
                                   CUstream stream);

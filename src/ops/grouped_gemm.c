@@ -68,6 +68,16 @@ weft_status_t weft_grouped_launch(weft_comm_t *comm, const weft_grouped_call_t *
   return weft_gemm_launch(comm, p, &call->cfg, &call->h, call->a, call->b, call->c, stream);
 }
 
+weft_status_t weft_grouped_combine_check(weft_comm_t *comm, const void *weights,
+                                         weft_dtype_t wdtype, int n, int ldc) {
+  WEFT_ARG(comm, weights, "weights is NULL");
+  WEFT_ARG(comm, weft_moe_weights_dtype(wdtype), "weights' dtype %d: bf16, fp16 or fp32",
+           (int)wdtype);
+  WEFT_ARG(comm, n % 8 == 0 && ldc % 8 == 0, "n %d and ldo %d: multiples of 8 (16-byte rows)", n,
+           ldc);
+  return WEFT_STATUS_SUCCESS;
+}
+
 /* The entry points' setup and launch, h the options' hooks (the rest zero). */
 static weft_status_t grouped(weft_comm_t *comm, const weft_moe_routing_t *routing, const void *a,
                              int lda, const void *b, int ldb, long long b_stride, void *c,
@@ -110,11 +120,7 @@ weft_status_t weft_grouped_gemm_combine(weft_comm_t *comm, const weft_moe_routin
                                         weft_dtype_t in, weft_dtype_t out_dtype,
                                         weft_gemm_layout_t layout, weft_stream_t stream) {
   WEFT_ARG(comm, routing, "routing is NULL");
-  WEFT_ARG(comm, weights, "weights is NULL");
-  WEFT_ARG(comm, wdtype == WEFT_DTYPE_BF16 || wdtype == WEFT_DTYPE_FP16 || wdtype == WEFT_DTYPE_FP32,
-           "weights' dtype %d: bf16, fp16 or fp32", (int)wdtype);
-  WEFT_ARG(comm, n % 8 == 0 && ldo % 8 == 0, "n %d and ldo %d: multiples of 8 (16-byte rows)", n,
-           ldo);
+  WEFT_CHECK(weft_grouped_combine_check(comm, weights, wdtype, n, ldo));
   weft_gemm_hooks_t h = {0};
   h.combine_weights = weights, h.combine_wtype = wdtype;
   return grouped(comm, routing, a, lda, b, ldb, b_stride, out, ldo, n, n, routing->tokens, k, in,

@@ -46,10 +46,8 @@ static weft_status_t moe_partial(weft_comm_t *comm, const char *op, int all_rows
   WEFT_ARG(comm, all_rows || routing->tokens % world == 0,
            "%s: the plan's %d tokens are no multiple of the %d ranks", op, routing->tokens,
            world);
-  WEFT_ARG(comm, weights, "weights is NULL");
-  WEFT_ARG(comm, wdtype == WEFT_DTYPE_BF16 || wdtype == WEFT_DTYPE_FP16 || wdtype == WEFT_DTYPE_FP32,
-           "weights' dtype %d: bf16, fp16 or fp32", (int)wdtype);
-  WEFT_ARG(comm, n >= 0 && n % 8 == 0, "n %d: a multiple of 8 (16-byte rows)", n);
+  WEFT_ARG(comm, n >= 0, "n %d is negative", n);
+  WEFT_CHECK(weft_grouped_combine_check(comm, weights, wdtype, n, n));
   size_t bytes = (size_t)routing->tokens * (size_t)n * weft_dtype_size(out_dtype);
   *count = (size_t)routing->tokens * (size_t)n / (all_rows ? 1 : (size_t)world);
   if (bytes) {

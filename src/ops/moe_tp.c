@@ -4,7 +4,7 @@
  * (weft_ag_moe) and MoE + ReduceScatter (weft_moe_rs), every buffer carved out of one symmetric
  * workspace (moe_tp_layout).
  */
-#include "ops.h"
+#include "grouped.h"
 
 #include "../runtime/comm.h"
 #include "kernels/moe.h"
@@ -27,8 +27,8 @@ static weft_status_t moe_tp_layout(weft_comm_t *comm, int m, int topk, int exper
            inter);
   WEFT_ARG(comm, dtype == WEFT_DTYPE_BF16 || dtype == WEFT_DTYPE_FP16,
            "dtype %d: bf16 or fp16", (int)dtype);
-  WEFT_ARG(comm, wdtype == WEFT_DTYPE_BF16 || wdtype == WEFT_DTYPE_FP16 || wdtype == WEFT_DTYPE_FP32,
-           "weights' dtype %d: bf16, fp16 or fp32", (int)wdtype);
+  WEFT_ARG(comm, weft_moe_weights_dtype(wdtype), "weights' dtype %d: bf16, fp16 or fp32",
+           (int)wdtype);
   long long tokens = (long long)m * comm->local_world, entries = tokens * topk;
   WEFT_ARG(comm, tokens <= 0x7fffffff / (topk > 0 ? topk : 1), "%lld tokens: too many", tokens);
   /* 64-row tiles where experts hold fewer than 128 rows on average (less padding), else 128 */
